@@ -1,0 +1,403 @@
+//! Raw bytes of an authenticated delivery → a validated [`Envelope`], or an [`Invalid`] that names
+//! the field. Everything after this module works with types that cannot hold a bad value.
+
+use crate::json::{self, JsonError, Node, Value};
+use http::HeaderMap;
+
+/// Identities are non-empty strings of at most this many bytes (contract section 2).
+pub const MAX_ID_BYTES: usize = 255;
+
+/// Where a source keeps its events: one snapshot per revision, or plain deduplication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Snapshot,
+    Dedup,
+}
+
+/// Where one identity field lives in a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldRef {
+    /// An RFC 6901 pointer into the JSON body.
+    Pointer(String),
+    /// A request header (`header:<name>` in the config).
+    Header(http::HeaderName),
+}
+
+impl FieldRef {
+    /// Parses the config spelling: `/a/b` or `header:Name`.
+    pub fn parse(spec: &str) -> Result<FieldRef, String> {
+        if let Some(name) = spec.strip_prefix("header:") {
+            return http::HeaderName::from_bytes(name.trim().as_bytes())
+                .map(FieldRef::Header)
+                .map_err(|_| format!("{spec:?} names an invalid header"));
+        }
+        if spec.is_empty() || spec.starts_with('/') {
+            return Ok(FieldRef::Pointer(spec.to_string()));
+        }
+        Err(format!(
+            "{spec:?} is neither a JSON pointer (\"/field\") nor \"header:<name>\""
+        ))
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            FieldRef::Pointer(p) => p.clone(),
+            FieldRef::Header(h) => format!("header {h}"),
+        }
+    }
+}
+
+/// How a source maps a request onto the identities of section 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub mode: Mode,
+    pub event_id: FieldRef,
+    pub object_id: Option<FieldRef>,
+    pub revision: Option<FieldRef>,
+    pub snapshot: Option<FieldRef>,
+    pub event_type: Option<FieldRef>,
+}
+
+impl Mapping {
+    /// The snapshot envelope of contract section 2.
+    pub fn snapshot_envelope() -> Mapping {
+        Mapping {
+            mode: Mode::Snapshot,
+            event_id: FieldRef::Pointer("/event_id".into()),
+            object_id: Some(FieldRef::Pointer("/object_id".into())),
+            revision: Some(FieldRef::Pointer("/revision".into())),
+            snapshot: Some(FieldRef::Pointer("/snapshot".into())),
+            event_type: Some(FieldRef::Pointer("/type".into())),
+        }
+    }
+}
+
+/// A JSON value as sent, with the canonical form that decides content identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Exactly the sent text of the value.
+    pub raw: String,
+    /// See [`json::Node::canonical`].
+    pub canonical: String,
+}
+
+/// A revision: an integer from 1 to 2^63-1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Revision(i64);
+
+impl Revision {
+    pub fn new(value: i64) -> Option<Revision> {
+        (value >= 1).then_some(Revision(value))
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+
+    /// Reads the JSON text of an integer literal; `3.0`, `3e0` and `"3"` are not revisions.
+    fn from_text(text: &str) -> Result<Revision, &'static str> {
+        if !text.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+            return Err("must be an integer (no fraction or exponent)");
+        }
+        match text.parse::<i64>() {
+            Ok(n) => Revision::new(n).ok_or("must be at least 1"),
+            Err(_) if text.starts_with('-') => Err("must be at least 1"),
+            Err(_) => Err("must be at most 9223372036854775807"),
+        }
+    }
+}
+
+/// A validated delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    pub event_id: String,
+    pub object_id: Option<String>,
+    pub revision: Option<Revision>,
+    pub snapshot: Option<Snapshot>,
+    pub event_type: Option<String>,
+}
+
+/// Why a delivery cannot be ingested, with what could still be read for the archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// 400 (not UTF-8, not JSON) or 422 (JSON that breaks section 2).
+    pub http_status: u16,
+    pub reason: String,
+    pub event_id: Option<String>,
+    pub object_id: Option<String>,
+    pub event_type: Option<String>,
+}
+
+/// A field's value, found in the body or in a header.
+enum Found<'n, 'a> {
+    Json(&'n Node<'a>),
+    Header(String),
+}
+
+/// Validates a delivery's body and headers against a source's mapping.
+pub fn parse_envelope(
+    mapping: &Mapping,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Envelope, Invalid> {
+    let invalid = |http_status, reason: String| Invalid {
+        http_status,
+        reason,
+        event_id: None,
+        object_id: None,
+        event_type: None,
+    };
+    let text = std::str::from_utf8(body).map_err(|e| {
+        invalid(
+            400,
+            format!("body is not UTF-8 (invalid byte at {})", e.valid_up_to()),
+        )
+    })?;
+    let doc = json::parse(text).map_err(|e| match e {
+        JsonError::Syntax { .. } => invalid(400, e.to_string()),
+        JsonError::Unsupported { .. } => invalid(422, e.to_string()),
+    })?;
+
+    let find = |field: &FieldRef| -> Option<Found<'_, '_>> {
+        match field {
+            FieldRef::Pointer(p) => doc.pointer(p).map(Found::Json),
+            FieldRef::Header(name) => headers
+                .get(name)
+                .map(|v| Found::Header(String::from_utf8_lossy(v.as_bytes()).into_owned())),
+        }
+    };
+    let identity = |name: &str, field: &FieldRef| -> Result<Option<String>, String> {
+        let value = match find(field) {
+            None => return Ok(None),
+            Some(Found::Header(value)) => value,
+            Some(Found::Json(node)) => match &node.value {
+                Value::String(s) => s.clone(),
+                _ => return Err(format!("{name} ({}) must be a string", field.describe())),
+            },
+        };
+        if value.is_empty() {
+            return Err(format!("{name} ({}) must not be empty", field.describe()));
+        }
+        if value.len() > MAX_ID_BYTES {
+            return Err(format!(
+                "{name} ({}) is longer than {MAX_ID_BYTES} bytes",
+                field.describe()
+            ));
+        }
+        Ok(Some(value))
+    };
+
+    // Read what can be read first, so an invalid delivery is still archived under its identity.
+    let event_id = identity("event_id", &mapping.event_id);
+    let object_id = mapping
+        .object_id
+        .as_ref()
+        .map(|f| identity("object_id", f))
+        .transpose();
+    let event_type = mapping
+        .event_type
+        .as_ref()
+        .map(|f| identity("type", f))
+        .transpose();
+    let readable = |r: &Result<Option<Option<String>>, String>| r.clone().ok().flatten().flatten();
+    let mut fail = Invalid {
+        http_status: 422,
+        reason: String::new(),
+        event_id: event_id.clone().ok().flatten(),
+        object_id: readable(&object_id),
+        event_type: readable(&event_type),
+    };
+    let mut reject = |reason: String| {
+        fail.reason = reason;
+        fail.clone()
+    };
+
+    let event_id = event_id.map_err(&mut reject)?.ok_or_else(|| {
+        reject(format!(
+            "event_id ({}) is missing",
+            mapping.event_id.describe()
+        ))
+    })?;
+    let object_id = object_id.map_err(&mut reject)?.flatten();
+    let event_type = event_type.map_err(&mut reject)?.flatten();
+
+    let (revision, snapshot) = match mapping.mode {
+        Mode::Dedup => (None, None),
+        Mode::Snapshot => {
+            let object_field = mapping
+                .object_id
+                .as_ref()
+                .map(FieldRef::describe)
+                .unwrap_or_default();
+            if object_id.is_none() {
+                return Err(reject(format!("object_id ({object_field}) is missing")));
+            }
+            let revision = match mapping.revision.as_ref() {
+                None => return Err(reject("the source maps no revision field".into())),
+                Some(field) => match find(field) {
+                    None => {
+                        return Err(reject(format!(
+                            "revision ({}) is missing",
+                            field.describe()
+                        )));
+                    }
+                    Some(Found::Header(value)) => Revision::from_text(value.trim())
+                        .map_err(|why| reject(format!("revision ({}) {why}", field.describe())))?,
+                    Some(Found::Json(node)) => match &node.value {
+                        Value::Number(text) => Revision::from_text(text).map_err(|why| {
+                            reject(format!("revision ({}) {why}", field.describe()))
+                        })?,
+                        _ => {
+                            return Err(reject(format!(
+                                "revision ({}) must be a JSON integer",
+                                field.describe()
+                            )));
+                        }
+                    },
+                },
+            };
+            let snapshot = match mapping.snapshot.as_ref() {
+                None => return Err(reject("the source maps no snapshot field".into())),
+                Some(field @ FieldRef::Header(_)) => {
+                    return Err(reject(format!(
+                        "snapshot ({}) must come from the body",
+                        field.describe()
+                    )));
+                }
+                Some(field @ FieldRef::Pointer(p)) => match doc.pointer(p) {
+                    None => {
+                        return Err(reject(format!(
+                            "snapshot ({}) is missing",
+                            field.describe()
+                        )));
+                    }
+                    Some(node) if matches!(node.value, Value::Object(_)) => Snapshot {
+                        raw: node.raw(text).to_string(),
+                        canonical: node.canonical(),
+                    },
+                    Some(_) => {
+                        return Err(reject(format!(
+                            "snapshot ({}) must be a JSON object",
+                            field.describe()
+                        )));
+                    }
+                },
+            };
+            (Some(revision), Some(snapshot))
+        }
+    };
+
+    Ok(Envelope {
+        event_id,
+        object_id,
+        revision,
+        snapshot,
+        event_type,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(body: &str) -> Result<Envelope, Invalid> {
+        parse_envelope(
+            &Mapping::snapshot_envelope(),
+            &HeaderMap::new(),
+            body.as_bytes(),
+        )
+    }
+
+    fn reason(body: &str) -> (u16, String) {
+        let e = parse(body).expect_err("should be invalid");
+        (e.http_status, e.reason)
+    }
+
+    #[test]
+    fn a_valid_snapshot_envelope_is_read_exactly() {
+        let body = r#"{"event_id":"e1","object_id":"o1","revision":9223372036854775807,"snapshot":{"n": 1.50}}"#;
+        let env = parse(body).expect("valid");
+        assert_eq!(env.event_id, "e1");
+        assert_eq!(env.object_id.as_deref(), Some("o1"));
+        assert_eq!(env.revision.map(Revision::get), Some(i64::MAX));
+        assert_eq!(
+            env.snapshot.map(|s| s.raw),
+            Some(r#"{"n": 1.50}"#.to_string())
+        );
+    }
+
+    #[test]
+    fn revisions_must_be_positive_64_bit_integers() {
+        for (rev, why) in [
+            (r#""3""#, "must be a JSON integer"),
+            ("0", "must be at least 1"),
+            ("-1", "must be at least 1"),
+            ("1.5", "must be an integer"),
+            ("3.0", "must be an integer"),
+            ("3e0", "must be an integer"),
+            ("9223372036854775808", "must be at most"),
+        ] {
+            let body =
+                format!(r#"{{"event_id":"e","object_id":"o","revision":{rev},"snapshot":{{}}}}"#);
+            let (status, reason) = reason(&body);
+            assert_eq!(status, 422, "{rev}");
+            assert!(
+                reason.contains("revision") && reason.contains(why),
+                "{rev}: {reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_bodies_name_what_is_wrong() {
+        assert_eq!(reason("not json").0, 400);
+        let e = parse_envelope(
+            &Mapping::snapshot_envelope(),
+            &HeaderMap::new(),
+            b"\xff\xfe",
+        )
+        .expect_err("bad");
+        assert_eq!((e.http_status, e.reason.contains("UTF-8")), (400, true));
+        let (status, why) = reason(r#"{"event_id":"e","object_id":"o","revision":1}"#);
+        assert_eq!((status, why.contains("snapshot")), (422, true));
+        let (_, why) = reason(r#"{"event_id":"e","object_id":"o","revision":1,"snapshot":[1]}"#);
+        assert!(why.contains("snapshot") && why.contains("object"), "{why}");
+        let (_, why) = reason(r#"{"event_id":"","object_id":"o","revision":1,"snapshot":{}}"#);
+        assert!(why.contains("event_id") && why.contains("empty"), "{why}");
+        let long = "x".repeat(256);
+        let invalid = parse(&format!(
+            r#"{{"event_id":"e","object_id":"{long}","revision":1,"snapshot":{{}}}}"#
+        ))
+        .expect_err("too long");
+        assert!(invalid.reason.contains("object_id") && invalid.reason.contains("255"));
+        assert_eq!(
+            invalid.event_id.as_deref(),
+            Some("e"),
+            "the readable identity is kept for the archive"
+        );
+        let (status, why) =
+            reason(r#"{"event_id":"e","object_id":"o","revision":1,"snapshot":{"a":"\u0000"}}"#);
+        assert_eq!((status, why.contains("\\u0000")), (422, true));
+    }
+
+    #[test]
+    fn identities_can_come_from_headers_in_dedup_mode() {
+        let mapping = Mapping {
+            mode: Mode::Dedup,
+            event_id: FieldRef::parse("header:X-GitHub-Delivery").expect("valid"),
+            object_id: None,
+            revision: None,
+            snapshot: None,
+            event_type: Some(FieldRef::parse("header:X-GitHub-Event").expect("valid")),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert("x-github-delivery", "d-1".parse().expect("header"));
+        headers.insert("x-github-event", "push".parse().expect("header"));
+        let env = parse_envelope(&mapping, &headers, b"{}").expect("valid");
+        assert_eq!(
+            (env.event_id.as_str(), env.event_type.as_deref()),
+            ("d-1", Some("push"))
+        );
+        assert_eq!(env.revision, None);
+    }
+}

@@ -1,0 +1,339 @@
+//! The delivery transaction: claim the event, classify a non-claim, advance the projection,
+//! archive, commit. One delivery is one transaction; nothing is answered before it commits.
+//!
+//! The webhook route and replay both call [`apply_delivery`], so an outcome is decided in one place.
+
+mod sql;
+
+use crate::db::Db;
+use crate::envelope::{Envelope, Invalid, Mode};
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    AccessMode, ConnectionTrait, DatabaseBackend, DbErr, IsolationLevel, Statement,
+    TransactionTrait, Value,
+};
+use sql::Sql;
+
+/// What became of a delivery (contract sections 4 and 6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// New event; the projection moved to its revision.
+    Applied { revision: i64 },
+    /// New event, older than the object's current revision.
+    Stale {
+        revision: i64,
+        current_revision: i64,
+    },
+    /// New event of a dedup source.
+    Accepted,
+    /// The same event again: recorded, nothing changed.
+    Duplicate,
+    /// The event id was accepted before with other content.
+    ReusedEventId,
+    /// Another event id already holds this object revision.
+    ReusedRevision { existing_event_id: Option<String> },
+    /// The body broke the envelope rules.
+    Invalid { reason: String },
+}
+
+impl Outcome {
+    /// The archive's `status` column.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Outcome::Applied { .. } | Outcome::Stale { .. } | Outcome::Accepted => "processed",
+            Outcome::Duplicate => "skipped",
+            Outcome::ReusedEventId | Outcome::ReusedRevision { .. } | Outcome::Invalid { .. } => {
+                "failed"
+            }
+        }
+    }
+
+    /// The archive's `outcome` column.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Applied { .. } => "applied",
+            Outcome::Stale { .. } => "stale",
+            Outcome::Accepted => "accepted",
+            Outcome::Duplicate => "duplicate",
+            Outcome::ReusedEventId => "reused_event_id",
+            Outcome::ReusedRevision { .. } => "reused_revision",
+            Outcome::Invalid { .. } => "invalid",
+        }
+    }
+
+    /// The archive's `error_message` column.
+    pub fn error_message(&self) -> Option<String> {
+        match self {
+            Outcome::ReusedEventId => {
+                Some("event id was accepted before with other content".into())
+            }
+            Outcome::ReusedRevision {
+                existing_event_id: Some(id),
+            } => Some(format!("object revision is already held by event {id}")),
+            Outcome::ReusedRevision {
+                existing_event_id: None,
+            } => Some("object revision is already held by another event".into()),
+            Outcome::Invalid { reason } => Some(reason.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// One delivery as received: what the archive keeps of it, whatever its outcome.
+#[derive(Debug, Clone)]
+pub struct Received<'a> {
+    pub source: &'a str,
+    /// Header names and values as a JSON object, credentials already redacted.
+    pub headers_json: &'a str,
+    pub body: &'a [u8],
+    pub received_at: DateTime<Utc>,
+    /// The archive row a replay re-runs, and the operator who asked.
+    pub replay_of: Option<i64>,
+    pub replayed_by: Option<&'a str>,
+}
+
+/// The result of a recorded delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub archive_id: i64,
+    pub outcome: Outcome,
+}
+
+/// Ingests a valid delivery in one READ COMMITTED transaction and commits it.
+pub async fn apply_delivery(
+    db: &Db,
+    mode: Mode,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Recorded, DbErr> {
+    let txn = begin(db).await?;
+    let recorded = apply_in(&txn, mode, received, envelope).await?;
+    txn.commit().await?;
+    Ok(recorded)
+}
+
+/// Archives a delivery whose body broke the envelope rules (status `failed`, outcome `invalid`).
+pub async fn record_invalid(
+    db: &Db,
+    received: &Received<'_>,
+    invalid: &Invalid,
+) -> Result<Recorded, DbErr> {
+    let outcome = Outcome::Invalid {
+        reason: invalid.reason.clone(),
+    };
+    let identity = ArchiveIdentity {
+        event_id: invalid.event_id.as_deref(),
+        object_id: invalid.object_id.as_deref(),
+        revision: None,
+        event_type: invalid.event_type.as_deref(),
+    };
+    let archive_id = archive(&db.conn, received, &identity, &outcome).await?;
+    Ok(Recorded {
+        archive_id,
+        outcome,
+    })
+}
+
+/// Opens the ingest transaction. PostgreSQL is asked for READ COMMITTED explicitly so a changed
+/// server default cannot change the reasoning below; SQLite transactions are serializable.
+pub async fn begin(db: &Db) -> Result<sea_orm::DatabaseTransaction, DbErr> {
+    match db.backend() {
+        DatabaseBackend::Postgres => {
+            db.conn
+                .begin_with_config(
+                    Some(IsolationLevel::ReadCommitted),
+                    Some(AccessMode::ReadWrite),
+                )
+                .await
+        }
+        _ => db.conn.begin().await,
+    }
+}
+
+/// The body of the delivery transaction, without the commit (tests hold it open to prove lock order).
+pub async fn apply_in<C: ConnectionTrait>(
+    txn: &C,
+    mode: Mode,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Recorded, DbErr> {
+    let sql = Sql::for_backend(txn.get_database_backend());
+    let source = received.source;
+    let revision = envelope.revision.map(|r| r.get());
+    let (snapshot, canonical) = match &envelope.snapshot {
+        Some(s) => (Some(s.raw.as_str()), Some(s.canonical.as_str())),
+        None => (None, None),
+    };
+
+    // Claim. No conflict target: a clash on the primary key (a retry, or a reused event id) and a
+    // clash on (object, revision) (a reused revision) must both end here as "not claimed".
+    let mut claim_values: Vec<Value> = vec![
+        source.into(),
+        envelope.event_id.as_str().into(),
+        envelope.object_id.as_deref().into(),
+        revision.into(),
+        snapshot.into(),
+        received.received_at.into(),
+    ];
+    if sql.compares_canonical {
+        claim_values.push(canonical.into());
+    }
+    let claimed = txn
+        .query_one_raw(statement(txn, sql.claim, claim_values))
+        .await?
+        .is_some();
+
+    let outcome = if !claimed {
+        // A separate statement: at READ COMMITTED the claim may have waited for a concurrent
+        // transaction whose row its snapshot could not see; this statement's snapshot can.
+        let content = if sql.compares_canonical {
+            canonical
+        } else {
+            snapshot
+        };
+        classify_unclaimed(txn, sql, mode, source, envelope, revision, content).await?
+    } else {
+        match (mode, envelope.object_id.as_deref(), revision, snapshot) {
+            (Mode::Snapshot, Some(object_id), Some(revision), Some(snapshot)) => {
+                // The comparison lives in the statement: the row lock taken by ON CONFLICT makes
+                // "only a greater revision wins" hold against every concurrent writer.
+                let advanced = txn
+                    .query_one_raw(statement(
+                        txn,
+                        sql.advance_projection,
+                        vec![
+                            source.into(),
+                            object_id.into(),
+                            revision.into(),
+                            snapshot.into(),
+                            received.received_at.into(),
+                        ],
+                    ))
+                    .await?
+                    .is_some();
+                if advanced {
+                    Outcome::Applied { revision }
+                } else {
+                    let current = txn
+                        .query_one_raw(statement(
+                            txn,
+                            sql.current_revision,
+                            vec![source.into(), object_id.into()],
+                        ))
+                        .await?
+                        .map(|row| row.try_get_by_index::<i64>(0))
+                        .transpose()?
+                        .unwrap_or(revision);
+                    Outcome::Stale {
+                        revision,
+                        current_revision: current,
+                    }
+                }
+            }
+            _ => Outcome::Accepted,
+        }
+    };
+
+    let identity = ArchiveIdentity {
+        event_id: Some(&envelope.event_id),
+        object_id: envelope.object_id.as_deref(),
+        revision,
+        event_type: envelope.event_type.as_deref(),
+    };
+    let archive_id = archive(txn, received, &identity, &outcome).await?;
+    Ok(Recorded {
+        archive_id,
+        outcome,
+    })
+}
+
+async fn classify_unclaimed<C: ConnectionTrait>(
+    txn: &C,
+    sql: &Sql,
+    mode: Mode,
+    source: &str,
+    envelope: &Envelope,
+    revision: Option<i64>,
+    content: Option<&str>,
+) -> Result<Outcome, DbErr> {
+    let existing = txn
+        .query_one_raw(statement(
+            txn,
+            sql.same_content,
+            vec![
+                source.into(),
+                envelope.event_id.as_str().into(),
+                envelope.object_id.as_deref().into(),
+                revision.into(),
+                content.into(),
+            ],
+        ))
+        .await?;
+    Ok(match existing {
+        // Dedup sources promise nothing about content: the event id alone is the identity.
+        Some(_) if mode == Mode::Dedup => Outcome::Duplicate,
+        Some(row) if row.try_get_by_index::<bool>(0)? => Outcome::Duplicate,
+        Some(_) => Outcome::ReusedEventId,
+        None => {
+            let holder = txn
+                .query_one_raw(statement(
+                    txn,
+                    sql.revision_holder,
+                    vec![
+                        source.into(),
+                        envelope.object_id.as_deref().into(),
+                        revision.into(),
+                    ],
+                ))
+                .await?
+                .map(|row| row.try_get_by_index::<String>(0))
+                .transpose()?;
+            Outcome::ReusedRevision {
+                existing_event_id: holder,
+            }
+        }
+    })
+}
+
+struct ArchiveIdentity<'a> {
+    event_id: Option<&'a str>,
+    object_id: Option<&'a str>,
+    revision: Option<i64>,
+    event_type: Option<&'a str>,
+}
+
+async fn archive<C: ConnectionTrait>(
+    conn: &C,
+    received: &Received<'_>,
+    identity: &ArchiveIdentity<'_>,
+    outcome: &Outcome,
+) -> Result<i64, DbErr> {
+    let sql = Sql::for_backend(conn.get_database_backend());
+    let row = conn
+        .query_one_raw(statement(
+            conn,
+            sql.archive,
+            vec![
+                received.source.into(),
+                identity.event_id.into(),
+                identity.object_id.into(),
+                identity.revision.into(),
+                identity.event_type.into(),
+                outcome.status().into(),
+                outcome.name().into(),
+                outcome.error_message().into(),
+                received.headers_json.into(),
+                Value::Bytes(Some(received.body.to_vec())),
+                received.received_at.into(),
+                received.replay_of.into(),
+                received.replayed_by.into(),
+            ],
+        ))
+        .await?
+        .ok_or_else(|| DbErr::RecordNotInserted)?;
+    row.try_get_by_index::<i64>(0)
+}
+
+fn statement<C: ConnectionTrait>(conn: &C, sql: &str, values: Vec<Value>) -> Statement {
+    Statement::from_sql_and_values(conn.get_database_backend(), sql, values)
+}

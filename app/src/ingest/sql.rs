@@ -1,0 +1,79 @@
+//! The statements of the delivery transaction, per backend. The shapes are identical; PostgreSQL
+//! compares snapshots as `jsonb`, SQLite through the stored canonical form.
+
+use sea_orm::DatabaseBackend;
+
+pub(super) struct Sql {
+    /// Whether content identity is the canonical text (SQLite) rather than the sent JSON (`jsonb`).
+    pub compares_canonical: bool,
+    /// $1 source, $2 event_id, $3 object_id, $4 revision, $5 snapshot, $6 received_at
+    /// (SQLite also $7: the snapshot's canonical form)
+    pub claim: &'static str,
+    /// $1 source, $2 event_id, $3 object_id, $4 revision, $5 the snapshot's content
+    /// (the sent text on PostgreSQL, the canonical form on SQLite) → one boolean, or no row
+    pub same_content: &'static str,
+    /// $1 source, $2 object_id, $3 revision → the event id holding that revision
+    pub revision_holder: &'static str,
+    /// $1 source, $2 object_id, $3 revision, $4 snapshot, $5 updated_at → a row only if it advanced
+    pub advance_projection: &'static str,
+    /// $1 source, $2 object_id
+    pub current_revision: &'static str,
+    /// 13 columns of webhook_events → id
+    pub archive: &'static str,
+}
+
+const POSTGRES: Sql = Sql {
+    compares_canonical: false,
+    claim: "INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, received_at)
+            VALUES ($1, $2, $3, $4, $5::jsonb, $6)
+            ON CONFLICT DO NOTHING
+            RETURNING event_id",
+    // jsonb equality: key order and white space ignored, numbers by value.
+    same_content: "SELECT (object_id IS NOT DISTINCT FROM $3
+                       AND revision IS NOT DISTINCT FROM $4
+                       AND snapshot IS NOT DISTINCT FROM $5::jsonb) AS same_content
+                   FROM webhook_inbox WHERE source = $1 AND event_id = $2",
+    revision_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision = $3",
+    advance_projection: "INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
+            VALUES ($1, $2, $3, $4::jsonb, $5)
+            ON CONFLICT (source, object_id) DO UPDATE
+               SET revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, updated_at = EXCLUDED.updated_at
+             WHERE cur.revision < EXCLUDED.revision
+            RETURNING revision",
+    current_revision: "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
+    archive: "INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
+                  error_message, headers, body, received_at, replay_of, replayed_by)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)
+              RETURNING id",
+};
+
+const SQLITE: Sql = Sql {
+    compares_canonical: true,
+    claim: "INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, snapshot_canonical, received_at)
+            VALUES ($1, $2, $3, $4, $5, $7, $6)
+            ON CONFLICT DO NOTHING
+            RETURNING event_id",
+    same_content: "SELECT (object_id IS $3 AND revision IS $4 AND snapshot_canonical IS $5) AS same_content
+                   FROM webhook_inbox WHERE source = $1 AND event_id = $2",
+    revision_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision = $3",
+    advance_projection: "INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
+            VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (source, object_id) DO UPDATE
+               SET revision = excluded.revision, snapshot = excluded.snapshot, updated_at = excluded.updated_at
+             WHERE cur.revision < excluded.revision
+            RETURNING revision",
+    current_revision: "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
+    archive: "INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
+                  error_message, headers, body, received_at, replay_of, replayed_by)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+              RETURNING id",
+};
+
+impl Sql {
+    pub(super) fn for_backend(backend: DatabaseBackend) -> &'static Sql {
+        match backend {
+            DatabaseBackend::Postgres => &POSTGRES,
+            _ => &SQLITE,
+        }
+    }
+}

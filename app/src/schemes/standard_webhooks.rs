@@ -1,0 +1,270 @@
+//! Standard Webhooks, and Svix, which is the same algorithm under `svix-*` header names.
+//!
+//! `webhook-signature` is a space-separated list of `v1,<base64 HMAC-SHA256>` entries over
+//! `{webhook-id}.{webhook-timestamp}.{body}`; a sender rotating its secret sends one entry per
+//! key. The secret is `whsec_<base64>` and only the decoded bytes are the key. The id and the
+//! timestamp are signed, so a replayed delivery cannot be re-dated or given another id.
+
+use base64::Engine as _;
+use base64::alphabet;
+use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
+use http::{HeaderMap, HeaderName};
+
+use super::{AuthError, SecretKey, check_tolerance, header, hmac_sha256, match_any, parse_unix};
+
+const ID: &str = "webhook-id";
+const TIMESTAMP: &str = "webhook-timestamp";
+const SIGNATURE: &str = "webhook-signature";
+const SVIX_ID: &str = "svix-id";
+const SVIX_TIMESTAMP: &str = "svix-timestamp";
+const SVIX_SIGNATURE: &str = "svix-signature";
+
+const SECRET_PREFIX: &str = "whsec_";
+
+/// Standard base64 that also takes a secret without its `=` padding, as the Python reference
+/// library does: a secret copied without its padding is still unambiguous.
+const SECRET_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+pub(super) fn parse_secret(secret: &str) -> Result<SecretKey, String> {
+    if secret.starts_with("whsk_") || secret.starts_with("whpk_") {
+        return Err(
+            "asymmetric (whsk_/whpk_) Standard Webhooks keys are not supported; use a whsec_ secret"
+                .to_owned(),
+        );
+    }
+    let encoded = secret.strip_prefix(SECRET_PREFIX).unwrap_or(secret);
+    if encoded.is_empty() {
+        return Err("secret is empty".to_owned());
+    }
+    let key = SECRET_BASE64
+        .decode(encoded)
+        .map_err(|_| "secret is not whsec_ followed by standard base64".to_owned())?;
+    if key.is_empty() {
+        return Err("secret decodes to an empty key".to_owned());
+    }
+    Ok(SecretKey(key))
+}
+
+/// The `webhook-*` header, else its `svix-*` twin; missing is reported under the unbranded name.
+fn either<'a>(
+    headers: &'a HeaderMap,
+    name: &'static str,
+    svix_name: &'static str,
+) -> Result<&'a str, AuthError> {
+    match header(headers, name)? {
+        Some(value) => Ok(value),
+        None => header(headers, svix_name)?.ok_or(AuthError::MissingHeader(name)),
+    }
+}
+
+pub(super) fn verify(
+    headers: &HeaderMap,
+    body: &[u8],
+    keys: &[SecretKey],
+    tolerance_secs: u64,
+    now: i64,
+) -> Result<(), AuthError> {
+    let id = either(headers, ID, SVIX_ID)?;
+    let timestamp_text = either(headers, TIMESTAMP, SVIX_TIMESTAMP)?;
+    let signatures = either(headers, SIGNATURE, SVIX_SIGNATURE)?;
+
+    // The spec forbids '.' in the id: with one, the boundary between id and timestamp in the
+    // signed content would be ambiguous.
+    if id.is_empty() || id.contains('.') {
+        return Err(AuthError::Malformed("webhook-id is empty or contains '.'"));
+    }
+    let timestamp = parse_unix(timestamp_text)
+        .ok_or(AuthError::Malformed("webhook-timestamp is not an integer"))?;
+    check_tolerance(timestamp, now, tolerance_secs)?;
+
+    // Entries are `version,signature`; only v1 is HMAC-SHA256. Others (v1a is ed25519) and
+    // entries without a comma are skipped, as the reference libraries do.
+    let candidates: Vec<&str> = signatures
+        .split(' ')
+        .filter_map(|entry| entry.split_once(','))
+        .filter(|(version, _)| *version == "v1")
+        .map(|(_, signature)| signature)
+        .collect();
+
+    match_any(keys, &candidates, |key| {
+        let mac = hmac_sha256(
+            key,
+            &[id.as_bytes(), b".", timestamp_text.as_bytes(), b".", body],
+        )?;
+        Some(STANDARD.encode(mac))
+    })
+}
+
+pub(super) fn sign(key: &[u8], msg_id: &str, body: &[u8], now: i64) -> Vec<(HeaderName, String)> {
+    let timestamp = now.to_string();
+    let Some(mac) = hmac_sha256(
+        key,
+        &[msg_id.as_bytes(), b".", timestamp.as_bytes(), b".", body],
+    ) else {
+        return Vec::new();
+    };
+    vec![
+        (HeaderName::from_static(ID), msg_id.to_owned()),
+        (HeaderName::from_static(TIMESTAMP), timestamp),
+        (
+            HeaderName::from_static(SIGNATURE),
+            format!("v1,{}", STANDARD.encode(mac)),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::super::Scheme;
+    use super::super::testkit::*;
+    use super::*;
+
+    const SCHEME: Scheme = Scheme::StandardWebhooks;
+    const NAMES: [&str; 3] = [ID, TIMESTAMP, SIGNATURE];
+
+    #[test]
+    fn vectors_standard_webhooks() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/vectors/standard-webhooks.json"
+        );
+        assert!(run_vectors(SCHEME, path, 300) > 0);
+    }
+
+    #[test]
+    fn vectors_svix() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/vectors/svix.json"
+        );
+        assert!(run_vectors(SCHEME, path, 300) > 0);
+    }
+
+    #[test]
+    fn vectors_svix_large() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/vectors/svix-large.json"
+        );
+        assert!(run_vectors(SCHEME, path, 300) > 0);
+    }
+
+    #[test]
+    fn round_trips() {
+        round_trip(SCHEME);
+    }
+
+    #[test]
+    fn tampered_body() {
+        tampered_body_fails(SCHEME);
+    }
+
+    #[test]
+    fn rotation() {
+        rotation_second_key_matches(SCHEME);
+    }
+
+    #[test]
+    fn skew() {
+        clock_skew(SCHEME);
+    }
+
+    #[test]
+    fn hostile_headers() {
+        hostile_headers_fail(SCHEME, &NAMES);
+    }
+
+    #[test]
+    fn fuzz() {
+        fuzz_headers(SCHEME, &NAMES);
+    }
+
+    #[test]
+    fn svix_header_names_verify() {
+        let key = SCHEME
+            .parse_secret(&secret_for(SCHEME, "svix"))
+            .expect("secret");
+        let signed = signed_headers(SCHEME, &key, b"{}", NOW);
+        let mut svix = HeaderMap::new();
+        for (name, value) in &signed {
+            let renamed = name.as_str().replacen("webhook-", "svix-", 1);
+            let renamed = HeaderName::from_bytes(renamed.as_bytes()).expect("name");
+            svix.insert(renamed, value.clone());
+        }
+        assert_eq!(SCHEME.verify(&svix, b"{}", &[key], 300, NOW), Ok(()));
+    }
+
+    #[test]
+    fn several_entries_from_a_rotating_sender() {
+        let old = SCHEME
+            .parse_secret(&secret_for(SCHEME, "old"))
+            .expect("old");
+        let new = SCHEME
+            .parse_secret(&secret_for(SCHEME, "new"))
+            .expect("new");
+        let from_old = signed_headers(SCHEME, &old, b"{}", NOW);
+        let from_new = signed_headers(SCHEME, &new, b"{}", NOW);
+        let both = format!(
+            "v1a,ignored {}  {}",
+            from_old[SIGNATURE].to_str().expect("ascii"),
+            from_new[SIGNATURE].to_str().expect("ascii")
+        );
+        let mut headers = from_old.clone();
+        headers.insert(SIGNATURE, HeaderValue::from_str(&both).expect("value"));
+        for key in [old, new] {
+            assert_eq!(SCHEME.verify(&headers, b"{}", &[key], 300, NOW), Ok(()));
+        }
+    }
+
+    #[test]
+    fn id_with_a_dot_is_refused() {
+        let key = SCHEME
+            .parse_secret(&secret_for(SCHEME, "dot"))
+            .expect("secret");
+        let mut headers = HeaderMap::new();
+        for (name, value) in SCHEME.sign(&key, "msg.1", b"{}", NOW) {
+            headers.insert(name, HeaderValue::from_str(&value).expect("value"));
+        }
+        assert!(matches!(
+            SCHEME.verify(&headers, b"{}", &[key], 300, NOW),
+            Err(AuthError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn secrets() {
+        let padded = SCHEME
+            .parse_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+            .expect("published secret");
+        assert_eq!(padded.0.len(), 24);
+        // Unpadded base64 decodes to the same key; the prefix is optional.
+        let a = SCHEME.parse_secret("whsec_dGVzdC1rZXk=").expect("padded");
+        let b = SCHEME.parse_secret("whsec_dGVzdC1rZXk").expect("unpadded");
+        let c = SCHEME.parse_secret("dGVzdC1rZXk=").expect("no prefix");
+        assert_eq!(a.0, b"test-key");
+        assert_eq!(a.0, b.0);
+        assert_eq!(a.0, c.0);
+        for bad in [
+            "",
+            "whsec_",
+            "whsec_not base64!",
+            "whsec_dGVzdC1rZXk=\n",
+            "whsec_secret-with-url-safe_chars",
+            "whsk_AAAA",
+            "whpk_AAAA",
+            "whsec_====",
+        ] {
+            let err = SCHEME.parse_secret(bad).expect_err(bad);
+            assert!(
+                !err.contains("base64!") && !err.contains("url-safe"),
+                "{err}"
+            );
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! hookbox's schema. Migrations run at start-up and by `hookbox migrate`.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261129_000001_ingest_tables;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261129_000001_ingest_tables::Migration)]
+    }
+}

@@ -1,0 +1,205 @@
+//! `POST /hooks/{source}`: authenticate over the raw bytes, validate, ingest, answer
+//! (contract section 4). Nothing is answered 2xx before its transaction has committed.
+
+use crate::AppState;
+use app::envelope::parse_envelope;
+use app::ingest::{self, Outcome, Received, Recorded};
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Value, json};
+
+/// How long a sender is asked to wait before retrying when the database is unavailable.
+pub const RETRY_AFTER_SECS: u64 = 5;
+
+/// Header values never written to the archive: they may carry credentials.
+const REDACTED_HEADERS: &[&str] = &[
+    "authorization",
+    "cookie",
+    "proxy-authorization",
+    "set-cookie",
+];
+
+pub async fn receive(
+    State(state): State<AppState>,
+    Path(source_name): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let Some(source) = state.config.source(&source_name) else {
+        return answer(
+            StatusCode::NOT_FOUND,
+            json!({"status": "not_found", "reason": "unknown source"}),
+        );
+    };
+
+    let limit = state.config.server.max_body_bytes;
+    let too_large = || {
+        answer(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            json!({"status": "invalid", "reason": format!("body is larger than {limit} bytes")}),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return too_large();
+    }
+    let body = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => return too_large(),
+        Err(_) => {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                json!({"status": "invalid", "reason": "the request body could not be read"}),
+            );
+        }
+    };
+
+    let now = chrono::Utc::now();
+    if let Err(why) = source.scheme.verify(
+        &headers,
+        &body,
+        &source.keys,
+        source.tolerance_secs,
+        now.timestamp(),
+    ) {
+        tracing::info!(source = %source.name, reason = %why, "authentication failed");
+        return answer(StatusCode::UNAUTHORIZED, json!({"status": "unauthorized"}));
+    }
+
+    let headers_json = archived_headers(&headers);
+    let received = Received {
+        source: &source.name,
+        headers_json: &headers_json,
+        body: &body,
+        received_at: now,
+        replay_of: None,
+        replayed_by: None,
+    };
+    let (recorded, event_id, status) = match parse_envelope(&source.mapping, &headers, &body) {
+        Ok(envelope) => {
+            let recorded =
+                ingest::apply_delivery(&state.db, source.mapping.mode, &received, &envelope).await;
+            (recorded, Some(envelope.event_id), None)
+        }
+        Err(invalid) => {
+            let status = StatusCode::from_u16(invalid.http_status)
+                .unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+            (
+                ingest::record_invalid(&state.db, &received, &invalid).await,
+                invalid.event_id,
+                Some(status),
+            )
+        }
+    };
+    match recorded {
+        Ok(Recorded {
+            archive_id,
+            outcome,
+        }) => {
+            tracing::info!(
+                source = %source.name,
+                event_id = event_id.as_deref().unwrap_or("-"),
+                outcome = outcome.name(),
+                archive_id,
+                "delivery recorded"
+            );
+            outcome_answer(&outcome, event_id.as_deref(), status)
+        }
+        Err(e) => {
+            tracing::error!(source = %source.name, error = %e, "delivery not recorded: database unavailable");
+            unavailable()
+        }
+    }
+}
+
+/// The answer of contract section 4. `invalid_status` is the 400 or 422 the envelope chose.
+fn outcome_answer(
+    outcome: &Outcome,
+    event_id: Option<&str>,
+    invalid_status: Option<StatusCode>,
+) -> Response {
+    match outcome {
+        Outcome::Applied { revision } => answer(
+            StatusCode::OK,
+            json!({"status": "applied", "event_id": event_id, "revision": revision}),
+        ),
+        Outcome::Stale {
+            revision,
+            current_revision,
+        } => answer(
+            StatusCode::OK,
+            json!({"status": "stale", "event_id": event_id, "revision": revision, "current_revision": current_revision}),
+        ),
+        Outcome::Accepted => answer(
+            StatusCode::OK,
+            json!({"status": "accepted", "event_id": event_id}),
+        ),
+        Outcome::Duplicate => answer(
+            StatusCode::OK,
+            json!({"status": "duplicate", "event_id": event_id, "idempotent": true}),
+        ),
+        Outcome::ReusedEventId | Outcome::ReusedRevision { .. } => {
+            let mut body = json!({
+                "status": "conflict",
+                "reason": outcome.name(),
+                "event_id": event_id,
+                "message": outcome.error_message(),
+            });
+            if let (
+                Outcome::ReusedRevision {
+                    existing_event_id: Some(holder),
+                },
+                Value::Object(map),
+            ) = (outcome, &mut body)
+            {
+                map.insert("existing_event_id".into(), Value::String(holder.clone()));
+            }
+            answer(StatusCode::CONFLICT, body)
+        }
+        Outcome::Invalid { reason } => answer(
+            invalid_status.unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
+            json!({"status": "invalid", "reason": reason}),
+        ),
+    }
+}
+
+/// 503 with `Retry-After`: the sender keeps the delivery and tries again.
+pub fn unavailable() -> Response {
+    let mut response = answer(
+        StatusCode::SERVICE_UNAVAILABLE,
+        json!({"status": "unavailable"}),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    response
+}
+
+fn answer(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+/// The request headers as a JSON object for the archive, credentials redacted. Repeated headers
+/// are joined with ", " as HTTP allows.
+fn archived_headers(headers: &HeaderMap) -> String {
+    let mut map = serde_json::Map::new();
+    for name in headers.keys() {
+        let value = if REDACTED_HEADERS.contains(&name.as_str()) {
+            "[redacted]".to_string()
+        } else {
+            headers
+                .get_all(name)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        map.insert(name.as_str().to_string(), Value::String(value));
+    }
+    Value::Object(map).to_string()
+}

@@ -1,0 +1,75 @@
+//! The `hookbox` command line.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "hookbox",
+    version,
+    about = "Webhook receiver: idempotent ingest and an operator dashboard"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (the default).
+    Serve,
+    /// Apply the schema migrations and exit.
+    Migrate,
+    /// Sign a body (FILE or standard input) as SOURCE's sender would and post it.
+    Send {
+        source: String,
+        file: Option<PathBuf>,
+        /// Base URL of the running hookbox [default: http://LEPTOS_SITE_ADDR].
+        #[arg(long)]
+        url: Option<String>,
+    },
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("HOOKBOX_LOG_FORMAT").as_deref() == Ok("json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => server::serve::run().await,
+        Command::Migrate => server::serve::connect_and_migrate().await.map(|_| {
+            tracing::info!("schema is up to date");
+        }),
+        Command::Send { source, file, url } => {
+            let url = match url {
+                Some(url) => Ok(url),
+                None => server::serve::site_addr().map(|addr| format!("http://{addr}")),
+            };
+            match url {
+                Ok(url) => server::send::run(server::send::SendArgs { source, file, url }).await,
+                Err(e) => Err(e),
+            }
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hookbox: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! `hookbox serve`: migrate, bind, serve until SIGTERM or Ctrl-C.
+
+use crate::{AppState, routes};
+use anyhow::Context;
+use app::config::Config;
+use app::db::Db;
+use leptos::prelude::LeptosOptions;
+use migration::{Migrator, MigratorTrait};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+pub const DEFAULT_SITE_ADDR: &str = "127.0.0.1:3000";
+
+/// `LEPTOS_SITE_ADDR`, else 127.0.0.1:3000.
+pub fn site_addr() -> anyhow::Result<SocketAddr> {
+    let addr = std::env::var("LEPTOS_SITE_ADDR").unwrap_or_else(|_| DEFAULT_SITE_ADDR.into());
+    addr.parse()
+        .with_context(|| format!("LEPTOS_SITE_ADDR {addr:?} is not an address like 127.0.0.1:3000"))
+}
+
+/// Where the compiled dashboard lives: `LEPTOS_SITE_ROOT`, else `target/site`.
+pub fn leptos_options(addr: SocketAddr) -> LeptosOptions {
+    let site_root = std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into());
+    LeptosOptions::builder()
+        .output_name("hookbox")
+        .site_root(site_root)
+        .site_pkg_dir("pkg")
+        .site_addr(addr)
+        .build()
+}
+
+pub async fn connect_and_migrate() -> anyhow::Result<Db> {
+    let url = Db::url_from_env();
+    let db = Db::connect(&url)
+        .await
+        .with_context(|| format!("connect to the database ({})", redact_url(&url)))?;
+    Migrator::up(&db.conn, None)
+        .await
+        .context("migrate the schema")?;
+    Ok(db)
+}
+
+pub async fn run() -> anyhow::Result<()> {
+    let config = Config::load_from_env()?;
+    let db = connect_and_migrate().await?;
+    let addr = site_addr()?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listen on {addr}"))?;
+    match &config.path {
+        Some(path) => {
+            tracing::info!(config = %path.display(), sources = config.sources.len(), "configuration loaded")
+        }
+        None => tracing::warn!(
+            "no hookbox.toml and no HOOKBOX_CONFIG: no sources, every /hooks request is a 404"
+        ),
+    }
+    tracing::info!(%addr, backend = ?db.backend(), "hookbox listening");
+    serve(
+        listener,
+        AppState {
+            db,
+            config: Arc::new(config),
+        },
+        shutdown_signal(),
+    )
+    .await
+}
+
+/// Serves on a bound listener until `shutdown` resolves, then lets requests in flight finish.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let addr = listener.local_addr()?;
+    let db = state.db.clone();
+    let app = routes::router(state, leptos_options(addr));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serve")?;
+    db.conn
+        .close_by_ref()
+        .await
+        .context("close the database pool")?;
+    tracing::info!("hookbox stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down: finishing deliveries in flight");
+}
+
+/// A database URL without its password, for messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
