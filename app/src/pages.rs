@@ -19,7 +19,7 @@ pub fn Home() -> impl IntoView {
                 " is recorded in one transaction: the inbox, the object projection and the archive."
             </p>
             <p>"Send a signed test delivery:"</p>
-            <pre><code>"hookbox send demo examples/order-1-rev-1.json"</code></pre>
+            <pre><code>"hookbox send demo < order.json"</code></pre>
             <p>
                 "Until the operator dashboard lands, read the tables directly: "
                 <code>"webhook_events"</code> ", " <code>"webhook_inbox"</code> ", "

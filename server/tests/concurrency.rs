@@ -1,0 +1,332 @@
+//! Races between deliveries. Waits are proven with `pg_blocking_pids`, never assumed from a sleep.
+
+mod support;
+
+use app::db::Db;
+use app::envelope::{Envelope, Mapping, parse_envelope};
+use app::ingest::{self, Outcome, Received};
+use sea_orm::{ConnectionTrait, DatabaseTransaction, Statement, TransactionTrait};
+use std::time::{Duration, Instant};
+use support::*;
+
+fn envelope(body: &str) -> Envelope {
+    parse_envelope(
+        &Mapping::snapshot_envelope(),
+        &http::HeaderMap::new(),
+        body.as_bytes(),
+    )
+    .expect("valid envelope")
+}
+
+fn received(body: &str) -> Received<'_> {
+    Received {
+        source: "shop",
+        headers_json: "{}",
+        body: body.as_bytes(),
+        received_at: chrono::Utc::now(),
+        replay_of: None,
+        replayed_by: None,
+    }
+}
+
+/// Runs a delivery's transaction up to, not including, its commit.
+async fn hold(db: &Db, body: &str) -> (DatabaseTransaction, Outcome, i32) {
+    let txn = ingest::begin(db).await.expect("begin");
+    let recorded = ingest::apply_in(
+        &txn,
+        app::envelope::Mode::Snapshot,
+        &received(body),
+        &envelope(body),
+    )
+    .await
+    .expect("apply");
+    let pid = txn
+        .query_one_raw(Statement::from_string(
+            db.backend(),
+            "SELECT pg_backend_pid()",
+        ))
+        .await
+        .expect("pid")
+        .expect("row")
+        .try_get_by_index::<i32>(0)
+        .expect("int");
+    (txn, recorded.outcome, pid)
+}
+
+/// Waits until some backend is blocked by `holder`, as PostgreSQL itself reports it.
+async fn wait_until_blocked_by(db: &Db, holder: i32) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let blocked = scalar(
+            db,
+            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+            vec![holder.into()],
+        )
+        .await
+        .unwrap_or(0);
+        if blocked > 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no delivery ever waited for backend {holder}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn lock_order_case(held_revision: i64, waiting_revision: i64) -> (Outcome, Option<i64>) {
+    let test_db = test_db(Backend::Postgres).await;
+    let db = test_db.db.clone();
+    let held_body = event(
+        &format!("e{held_revision}"),
+        "order-1",
+        held_revision,
+        &format!(r#"{{"r":{held_revision}}}"#),
+    );
+    let (txn, held_outcome, holder) = hold(&db, &held_body).await;
+    assert_eq!(
+        held_outcome,
+        Outcome::Applied {
+            revision: held_revision
+        }
+    );
+
+    let waiting_db = db.clone();
+    let waiting = tokio::spawn(async move {
+        let body = event(
+            &format!("e{waiting_revision}"),
+            "order-1",
+            waiting_revision,
+            &format!(r#"{{"r":{waiting_revision}}}"#),
+        );
+        ingest::apply_delivery(
+            &waiting_db,
+            app::envelope::Mode::Snapshot,
+            &received(&body),
+            &envelope(&body),
+        )
+        .await
+        .expect("waiting delivery")
+        .outcome
+    });
+    wait_until_blocked_by(&db, holder).await;
+    assert!(
+        !waiting.is_finished(),
+        "the second delivery is waiting on the first one's row"
+    );
+    txn.commit().await.expect("commit the holder");
+
+    let outcome = waiting.await.expect("task");
+    (outcome, current_revision(&db, "shop", "order-1").await)
+}
+
+#[tokio::test]
+async fn a_lower_revision_waiting_on_a_higher_one_ends_stale() {
+    let (outcome, current) = lock_order_case(2, 1).await;
+    assert_eq!(
+        outcome,
+        Outcome::Stale {
+            revision: 1,
+            current_revision: 2
+        }
+    );
+    assert_eq!(current, Some(2));
+}
+
+#[tokio::test]
+async fn a_higher_revision_waiting_on_a_lower_one_is_applied() {
+    let (outcome, current) = lock_order_case(3, 4).await;
+    assert_eq!(outcome, Outcome::Applied { revision: 4 });
+    assert_eq!(current, Some(4));
+}
+
+#[tokio::test]
+async fn a_connection_closed_before_commit_leaves_the_event_unclaimed() {
+    let test_db = test_db(Backend::Postgres).await;
+    let body = event("e1", "order-1", 1, "{}");
+    let doomed = Db::connect(&test_db.url).await.expect("second pool");
+    let (txn, _, pid) = hold(&doomed, &body).await;
+
+    // The server ends that connection with its writes uncommitted, as when a process dies.
+    let terminated = scalar(
+        &test_db.db,
+        "SELECT count(*) FROM (SELECT pg_terminate_backend($1)) t",
+        vec![pid.into()],
+    )
+    .await;
+    assert_eq!(terminated, Some(1));
+    let retry = ingest::apply_delivery(
+        &test_db.db,
+        app::envelope::Mode::Snapshot,
+        &received(&body),
+        &envelope(&body),
+    )
+    .await
+    .expect("retry");
+
+    assert_eq!(retry.outcome, Outcome::Applied { revision: 1 });
+    assert!(
+        txn.commit().await.is_err(),
+        "the closed transaction cannot commit any more"
+    );
+    assert_eq!(
+        count(&test_db.db, "SELECT count(*) FROM webhook_inbox").await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_delivery_committed_before_its_connection_closed_is_a_duplicate_on_retry() {
+    let test_db = test_db(Backend::Postgres).await;
+    let body = event("e1", "order-1", 1, "{}");
+    let first_pool = Db::connect(&test_db.url).await.expect("second pool");
+    let first = ingest::apply_delivery(
+        &first_pool,
+        app::envelope::Mode::Snapshot,
+        &received(&body),
+        &envelope(&body),
+    )
+    .await
+    .expect("first");
+    first_pool.conn.close().await.expect("close");
+
+    let retry = ingest::apply_delivery(
+        &test_db.db,
+        app::envelope::Mode::Snapshot,
+        &received(&body),
+        &envelope(&body),
+    )
+    .await
+    .expect("retry");
+
+    assert_eq!(
+        (first.outcome, retry.outcome),
+        (Outcome::Applied { revision: 1 }, Outcome::Duplicate)
+    );
+}
+
+/// 24 copies of one event at once: exactly one is applied, every other is a recorded duplicate.
+async fn concurrent_copies(app: &TestApp, round: usize) {
+    let event_id = format!("copy-{round}");
+    let body = event(&event_id, &format!("object-{round}"), 1, r#"{"a":1}"#);
+    let copies = (0..24).map(|_| {
+        let client = app.clone_handle();
+        let body = body.clone();
+        tokio::spawn(async move { client.send("shop", &body).await })
+    });
+    let answers: Vec<Answer> = futures::future::join_all(copies)
+        .await
+        .into_iter()
+        .map(|r| r.expect("task"))
+        .collect();
+    let applied = answers.iter().filter(|a| a.outcome() == "applied").count();
+    let duplicates = answers
+        .iter()
+        .filter(|a| a.outcome() == "duplicate")
+        .count();
+    assert_eq!(
+        (applied, duplicates),
+        (1, 23),
+        "round {round}: {:?}",
+        answers.iter().map(|a| &a.body).collect::<Vec<_>>()
+    );
+    assert_eq!(archived(&app.db, "shop", &event_id).await.len(), 24);
+}
+
+/// Revisions 1..=12 of one object, shuffled and sent at once: the projection ends at 12.
+async fn shuffled_revisions(app: &TestApp, round: usize) {
+    use rand::seq::SliceRandom;
+    let object_id = format!("shuffled-{round}");
+    let mut revisions: Vec<i64> = (1..=12).collect();
+    revisions.shuffle(&mut rand::rng());
+    let sends = revisions.into_iter().map(|revision| {
+        let client = app.clone_handle();
+        let body = event(
+            &format!("{object_id}-r{revision}"),
+            &object_id,
+            revision,
+            &format!(r#"{{"r":{revision}}}"#),
+        );
+        tokio::spawn(async move { client.send("shop", &body).await })
+    });
+    let answers: Vec<Answer> = futures::future::join_all(sends)
+        .await
+        .into_iter()
+        .map(|r| r.expect("task"))
+        .collect();
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a.outcome(), "applied" | "stale")),
+        "round {round}: {answers:?}"
+    );
+    assert_eq!(
+        current_revision(&app.db, "shop", &object_id).await,
+        Some(12),
+        "round {round}"
+    );
+    let snapshot_sql = if app.db.backend() == sea_orm::DatabaseBackend::Postgres {
+        "SELECT snapshot::text FROM object_state WHERE object_id = $1"
+    } else {
+        "SELECT snapshot FROM object_state WHERE object_id = $1"
+    };
+    let snapshot = texts(&app.db, snapshot_sql, vec![object_id.as_str().into()]).await;
+    assert_eq!(
+        snapshot[0][0].as_deref().map(|s| s.replace(' ', "")),
+        Some(r#"{"r":12}"#.to_string())
+    );
+    assert_eq!(
+        count(
+            &app.db,
+            &format!("SELECT count(*) FROM webhook_inbox WHERE object_id = '{object_id}'")
+        )
+        .await,
+        12
+    );
+}
+
+#[tokio::test]
+async fn concurrent_deliveries_converge_repeated_30_times() {
+    for backend in BOTH {
+        let app = spawn_app(backend).await;
+        for round in 0..30 {
+            concurrent_copies(&app, round).await;
+            shuffled_revisions(&app, round).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn sqlite_is_never_locked_under_concurrent_writers() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let sends = (0..64).map(|i| {
+        let client = app.clone_handle();
+        tokio::spawn(async move {
+            client
+                .send(
+                    "shop",
+                    &event(&format!("e{i}"), &format!("o{}", i % 8), i + 1, "{}"),
+                )
+                .await
+        })
+    });
+    let answers: Vec<Answer> = futures::future::join_all(sends)
+        .await
+        .into_iter()
+        .map(|r| r.expect("task"))
+        .collect();
+    assert!(
+        answers.iter().all(|a| a.status == 200),
+        "{:?}",
+        answers
+            .iter()
+            .filter(|a| a.status != 200)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
+        64
+    );
+    let _ = app.db.conn.begin().await.expect("the pool is still usable");
+}

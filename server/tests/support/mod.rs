@@ -1,0 +1,337 @@
+//! Test harness: a fresh database per test (PostgreSQL from the cluster `.ci/test` starts, or a
+//! SQLite file in a temporary folder) and the real server on a random port.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use app::config::Config;
+use app::db::Db;
+use app::schemes::Scheme;
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, Value};
+use serde_json::Value as Json;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+pub const SHOP_SECRET: &str = "shop-secret-current";
+pub const SHOP_SECRET_OLD: &str = "shop-secret-previous";
+/// `whsec_` + base64("standard-webhooks-test-key!")
+pub const SW_SECRET: &str = "whsec_c3RhbmRhcmQtd2ViaG9va3MtdGVzdC1rZXkh";
+
+/// The sources every test server has.
+pub const CONFIG: &str = r#"
+[server]
+max_body_bytes = 65536
+
+[[sources]]
+name = "shop"
+scheme = "hmac-sha256"
+secrets_env = ["SHOP_SECRET", "SHOP_SECRET_OLD"]
+
+[[sources]]
+name = "sw"
+scheme = "standard-webhooks"
+secrets_env = ["SW_SECRET"]
+
+[[sources]]
+name = "gh"
+scheme = "hmac-sha256"
+secrets_env = ["SHOP_SECRET"]
+mode = "dedup"
+event_id = "header:X-Delivery-Id"
+object_id = "/repository/id"
+event_type = "header:X-Event"
+"#;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+pub const BOTH: [Backend; 2] = [Backend::Postgres, Backend::Sqlite];
+
+pub fn test_config() -> Config {
+    let env = |name: &str| match name {
+        "SHOP_SECRET" => Some(SHOP_SECRET.to_string()),
+        "SHOP_SECRET_OLD" => Some(SHOP_SECRET_OLD.to_string()),
+        "SW_SECRET" => Some(SW_SECRET.to_string()),
+        _ => None,
+    };
+    Config::parse(CONFIG, Path::new("test.toml"), &env).expect("test config is valid")
+}
+
+/// The cluster `.ci/test` started. Tests need it: they are never skipped for want of it.
+pub fn cluster_url() -> String {
+    std::env::var("HOOKBOX_TEST_DATABASE_URL").expect(
+        "HOOKBOX_TEST_DATABASE_URL is unset: run the tests with .ci/test, which starts a PostgreSQL cluster",
+    )
+}
+
+/// A database that lives as long as the test.
+pub struct TestDb {
+    pub db: Db,
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// A new, migrated PostgreSQL database in the given cluster.
+pub async fn fresh_postgres(cluster: &str) -> (Db, String) {
+    let admin = Db::connect(cluster)
+        .await
+        .expect("connect to the test cluster");
+    let name = format!("t_{:016x}", rand::random::<u64>());
+    admin
+        .conn
+        .execute_unprepared(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create database");
+    admin.conn.close().await.ok();
+    let url = match cluster.rfind('/') {
+        Some(i) => format!("{}/{name}", &cluster[..i]),
+        None => panic!("cluster URL {cluster} has no database part"),
+    };
+    let db = Db::connect(&url)
+        .await
+        .expect("connect to the fresh database");
+    Migrator::up(&db.conn, None).await.expect("migrate");
+    (db, url)
+}
+
+pub async fn test_db(backend: Backend) -> TestDb {
+    match backend {
+        Backend::Postgres => {
+            let (db, url) = fresh_postgres(&cluster_url()).await;
+            TestDb {
+                db,
+                url,
+                _dir: None,
+            }
+        }
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().expect("temporary folder");
+            let url = format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("hookbox.db").display()
+            );
+            let db = Db::connect(&url).await.expect("open SQLite");
+            Migrator::up(&db.conn, None).await.expect("migrate");
+            TestDb {
+                db,
+                url,
+                _dir: Some(dir),
+            }
+        }
+    }
+}
+
+/// The real server on a random port.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub db: Db,
+    pub client: reqwest::Client,
+    pub test_db: Option<TestDb>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    let test_db = test_db(backend).await;
+    let mut app = spawn_app_on(test_db.db.clone()).await;
+    app.test_db = Some(test_db);
+    app
+}
+
+pub async fn spawn_app_on(db: Db) -> TestApp {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let state = server::AppState {
+        db: db.clone(),
+        config: Arc::new(test_config()),
+    };
+    tokio::spawn(async move {
+        server::serve::serve(listener, state, async {
+            stopped.await.ok();
+        })
+        .await
+        .expect("server runs");
+    });
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .expect("client");
+    TestApp {
+        addr,
+        db,
+        client,
+        test_db: None,
+        stop: Some(stop),
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).ok();
+        }
+    }
+}
+
+/// An answer of the webhook endpoint.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Json,
+}
+
+impl Answer {
+    pub fn outcome(&self) -> &str {
+        match (self.body["status"].as_str(), self.body["reason"].as_str()) {
+            (Some("conflict"), Some(reason)) => reason,
+            (Some(status), _) => status,
+            _ => "",
+        }
+    }
+}
+
+pub fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// A snapshot-envelope body.
+pub fn event(event_id: &str, object_id: &str, revision: i64, snapshot: &str) -> String {
+    format!(
+        r#"{{"event_id":"{event_id}","object_id":"{object_id}","revision":{revision},"snapshot":{snapshot}}}"#
+    )
+}
+
+impl TestApp {
+    /// Another handle on the same server, for concurrent senders (it does not stop the server).
+    pub fn clone_handle(&self) -> TestApp {
+        TestApp {
+            addr: self.addr,
+            db: self.db.clone(),
+            client: self.client.clone(),
+            test_db: None,
+            stop: None,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Posts a body signed the way the source's sender signs it.
+    pub async fn send(&self, source: &str, body: &str) -> Answer {
+        self.send_bytes(source, body.as_bytes(), &[]).await
+    }
+
+    pub async fn send_bytes(&self, source: &str, body: &[u8], extra: &[(&str, &str)]) -> Answer {
+        let (scheme, secret) = match source {
+            "sw" => (Scheme::StandardWebhooks, SW_SECRET),
+            _ => (Scheme::HmacSha256, SHOP_SECRET),
+        };
+        let key = scheme.parse_secret(secret).expect("test secret");
+        let msg_id = format!("msg_{:x}", rand::random::<u64>());
+        let mut headers: Vec<(String, String)> = scheme
+            .sign(&key, &msg_id, body, now())
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect();
+        headers.extend(extra.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+        self.post(source, &headers, body.to_vec()).await
+    }
+
+    /// Posts exactly these headers and bytes.
+    pub async fn post(&self, source: &str, headers: &[(String, String)], body: Vec<u8>) -> Answer {
+        let mut request = self
+            .client
+            .post(self.url(&format!("/hooks/{source}")))
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let response = request.send().await.expect("the server answers");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("answer body");
+        let body = serde_json::from_str(&text).unwrap_or(Json::String(text));
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+/// One integer from a query (`count(*)`, a revision).
+pub async fn scalar(db: &Db, sql: &str, values: Vec<Value>) -> Option<i64> {
+    db.conn
+        .query_one_raw(Statement::from_sql_and_values(db.backend(), sql, values))
+        .await
+        .expect("query")
+        .map(|row| row.try_get_by_index::<i64>(0).expect("an integer"))
+}
+
+pub async fn count(db: &Db, sql: &str) -> i64 {
+    scalar(db, sql, vec![]).await.unwrap_or(0)
+}
+
+/// Rows of text columns.
+pub async fn texts(db: &Db, sql: &str, values: Vec<Value>) -> Vec<Vec<Option<String>>> {
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, values))
+        .await
+        .expect("query");
+    rows.iter()
+        .map(|row| {
+            let columns = row.column_names().len();
+            (0..columns)
+                .map(|i| {
+                    row.try_get_by_index::<Option<String>>(i)
+                        .expect("text column")
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The stored snapshot of an inbox row, as text.
+pub async fn inbox_snapshot(db: &Db, source: &str, event_id: &str) -> Option<String> {
+    let sql = match db.backend() {
+        DatabaseBackend::Postgres => {
+            "SELECT snapshot::text FROM webhook_inbox WHERE source = $1 AND event_id = $2"
+        }
+        _ => "SELECT snapshot FROM webhook_inbox WHERE source = $1 AND event_id = $2",
+    };
+    texts(db, sql, vec![source.into(), event_id.into()])
+        .await
+        .into_iter()
+        .next()
+        .and_then(|mut r| r.remove(0))
+}
+
+/// The projection's revision of an object.
+pub async fn current_revision(db: &Db, source: &str, object_id: &str) -> Option<i64> {
+    scalar(
+        db,
+        "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
+        vec![source.into(), object_id.into()],
+    )
+    .await
+}
+
+/// (status, outcome) of every archive row of an event, oldest first.
+pub async fn archived(db: &Db, source: &str, event_id: &str) -> Vec<(String, String)> {
+    texts(
+        db,
+        "SELECT status, outcome FROM webhook_events WHERE source = $1 AND event_id = $2 ORDER BY id",
+        vec![source.into(), event_id.into()],
+    )
+    .await
+    .into_iter()
+    .map(|r| (r[0].clone().unwrap_or_default(), r[1].clone().unwrap_or_default()))
+    .collect()
+}
