@@ -149,6 +149,9 @@ async fn unknown_sources_are_404() {
     );
 }
 
+/// What an attempt was, the headers it sent and its body.
+type Attempt = (&'static str, Vec<(String, String)>, String);
+
 fn hookbox_signature(secret: &str, t: i64, body: &str) -> String {
     let key = Scheme::HmacSha256.parse_secret(secret).expect("secret");
     let headers = Scheme::HmacSha256.sign(&key, "", body.as_bytes(), t);
@@ -162,7 +165,7 @@ async fn failed_authentication_is_401_and_nothing_is_archived() {
         let body = event("e1", "o1", 1, "{}");
         let now = now();
         let header = |value: String| vec![("X-Hookbox-Signature".to_string(), value)];
-        let attempts: Vec<(&str, Vec<(String, String)>, String)> = vec![
+        let attempts: Vec<Attempt> = vec![
             ("unsigned", vec![], body.clone()),
             (
                 "wrong secret",
