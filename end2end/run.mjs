@@ -1,87 +1,225 @@
-// Browser tests for hookbox in Debian's Chromium, driven by playwright-core.
-// Expects a running hookbox at HOOKBOX_E2E_URL (started by .ci/test); polls it first.
+// Browser tests for the hookbox dashboard in Debian's Chromium, driven by playwright-core.
+//
+// This script runs hookbox itself (the binary in HOOKBOX_BIN, the site in LEPTOS_SITE_ROOT) on a
+// fresh SQLite file, seeds deliveries with `hookbox send`, and restarts it once with a corrected
+// config so a failed delivery can be replayed "after fixing its cause".
 // Screenshots of each page at 1280 px and 390 px go to end2end/screenshots/ (ignored by git).
 import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync, openSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
 import assert from 'node:assert/strict';
 
-const base = process.env.HOOKBOX_E2E_URL ?? 'http://127.0.0.1:3000';
+const bin = process.env.HOOKBOX_BIN;
+assert.ok(bin, 'HOOKBOX_BIN names the hookbox binary');
 const shots = new URL('./screenshots/', import.meta.url).pathname;
 mkdirSync(shots, { recursive: true });
+const dir = mkdtempSync(join(tmpdir(), 'hookbox-e2e-'));
+const port = await new Promise((resolve) => {
+  const s = createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+});
+const base = `http://127.0.0.1:${port}`;
+const ADMIN_PASSWORD = 'e2e-admin-password';
+const VIEWER_PASSWORD = 'e2e-viewer-password';
 
-async function waitForServer() {
+// "legacy" maps its snapshot to the wrong field at first; the fix maps it to /data.
+const config = (snapshotField) => `
+[[sources]]
+name = "demo"
+scheme = "hmac-sha256"
+secrets_env = ["DEMO_SECRET"]
+
+[[sources]]
+name = "legacy"
+scheme = "hmac-sha256"
+secrets_env = ["DEMO_SECRET"]
+snapshot = "${snapshotField}"
+`;
+const env = {
+  ...process.env,
+  DATABASE_URL: `sqlite://${join(dir, 'hookbox.db')}?mode=rwc`,
+  HOOKBOX_CONFIG: join(dir, 'hookbox.toml'),
+  DEMO_SECRET: 'e2e-secret',
+  HOOKBOX_ADMIN_PASSWORD: ADMIN_PASSWORD,
+  LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
+};
+
+let server;
+async function startServer(snapshotField) {
+  writeFileSync(env.HOOKBOX_CONFIG, config(snapshotField));
+  const log = openSync(join(dir, 'hookbox.log'), 'a');
+  server = spawn(bin, ['serve'], { env, stdio: ['ignore', log, log] });
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    try {
-      const res = await fetch(base + '/');
-      if (res.ok) return;
-    } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 250));
+    try { if ((await fetch(base + '/healthz')).ok) return; } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`hookbox did not answer at ${base} within 60 s`);
+  throw new Error(`hookbox did not start; see ${join(dir, 'hookbox.log')}`);
+}
+async function stopServer() {
+  const exited = new Promise((r) => server.once('exit', r));
+  server.kill('SIGTERM');
+  await exited;
+}
+function send(source, body) {
+  return execFileSync(bin, ['send', source, '--url', base], { input: JSON.stringify(body), env, stdio: ['pipe', 'pipe', 'pipe'] }).toString();
+}
+function sendExpectingFailure(source, body) {
+  try { send(source, body); } catch (e) { return e.stdout.toString(); }
+  throw new Error('the delivery should have been refused');
 }
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
+let browser;
 
-test('the home page renders on the server and hydrates in the browser', async (page) => {
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await page.goto(base + '/');
-  const home = page.getByTestId('home');
-  await home.waitFor();
-  assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /receiving webhooks/);
-  await page.waitForFunction(() => document.querySelector('[data-testid="home"]')?.dataset.hydrated === 'true', null, { timeout: 15_000 });
-  assert.deepEqual(errors, [], 'no console errors');
+async function signIn(page, name, password, next = '/') {
+  await page.goto(`${base}/login?next=${encodeURIComponent(next)}`);
+  await page.getByLabel('User name').fill(name);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('who').waitFor();
+}
+async function hydrated(page) {
+  await page.waitForFunction(() => document.querySelector('[data-hydrated="true"]'), null, { timeout: 20_000 });
+}
+
+test('signed out, a page redirects to the sign-in page', async (page) => {
+  await page.goto(base + '/events?status=failed');
+  assert.match(page.url(), /\/login\?next=%2Fevents%3Fstatus%3Dfailed$/);
+  await page.getByRole('heading', { name: 'Sign in to hookbox' }).waitFor();
+  await page.screenshot({ path: `${shots}login-desktop.png`, fullPage: true });
 });
 
-test('hookbox send delivers a signed event to the live endpoint', async () => {
-  const bin = process.env.HOOKBOX_BIN;
-  assert.ok(bin, 'HOOKBOX_BIN is set by .ci/test');
-  const body = JSON.stringify({ event_id: 'e2e-1', object_id: 'order-1', revision: 1, snapshot: { status: 'paid' } });
-  const env = { ...process.env, HOOKBOX_CONFIG: new URL('./demo.toml', import.meta.url).pathname, DEMO_SECRET: 'e2e-secret' };
-  const out = execFileSync(bin, ['send', 'demo', '--url', base], { input: body, env }).toString();
-  assert.match(out, /^200 OK/);
-  assert.match(out, /"status":"applied"/);
-  const again = execFileSync(bin, ['send', 'demo', '--url', base], { input: body, env }).toString();
-  assert.match(again, /"status":"duplicate"/);
+test('a viewer filters failed events, follows one to its object and sees the stale revision, without replay', async (page) => {
+  await signIn(page, 'vera', VIEWER_PASSWORD, '/events');
+  await hydrated(page);
+  await page.getByLabel('Status').selectOption('failed');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForURL(/status=failed/);
+  const row = page.getByTestId('event-row').filter({ hasText: 'e-1-again' });
+  await row.getByRole('link', { name: 'e-1-again' }).click();
+  await page.getByTestId('error-message').waitFor();
+  assert.match(await page.getByTestId('error-message').innerText(), /already held by event e-1/);
+  assert.equal(await page.getByTestId('dry-run').count(), 0, 'viewers see no replay control');
+  await page.getByTestId('object-link').click();
+  await page.getByTestId('revisions').waitFor();
+  const stale = page.locator('[data-testid="revision-row"][data-revision="2"]');
+  assert.equal(await stale.getByTestId('stale-mark').count(), 1, 'revision 2 is marked stale');
+  const current = page.locator('[data-testid="revision-row"][data-revision="3"]');
+  assert.equal(await current.getByTestId('current-mark').count(), 1, 'revision 3 is current');
+  assert.match(await page.getByTestId('current-revision').innerText(), /Current revision 3/);
 });
 
-test('unknown pages answer 404', async (page) => {
-  const res = await page.goto(base + '/no-such-page');
-  assert.equal(res.status(), 404);
-  assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Not found/);
+test('the search box finds an order', async (page) => {
+  await signIn(page, 'vera', VIEWER_PASSWORD);
+  await page.getByLabel('Find an object or event').fill('order-1');
+  await page.getByRole('button', { name: 'Go' }).click();
+  await page.waitForURL(/\/objects\/demo\/order-1$/);
+  await page.getByTestId('current-revision').waitFor();
 });
 
-await waitForServer();
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+test('after fixing its cause, an operator dry-runs then replays a failed delivery and sees it audited', async (page) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD, '/events?status=failed&source=legacy');
+  await hydrated(page);
+  const first = page.getByTestId('event-row').filter({ hasText: 'legacy-1' });
+  await first.getByRole('link', { name: 'legacy-1' }).click();
+  await hydrated(page);
+  await page.getByTestId('dry-run').click();
+  const dry = page.getByTestId('dry-run-result');
+  await dry.waitFor();
+  assert.match(await dry.innerText(), /Would be: applied/);
+  await page.getByTestId('confirm-replay').click();
+  const done = page.getByTestId('replay-result');
+  await done.waitFor();
+  assert.match(await done.innerText(), /Replayed: applied/);
+  await done.getByRole('link').click();
+  await page.getByTestId('error-message').waitFor();
+  assert.match(await page.locator('dl.fields').innerText(), /Replay of\s+delivery \d+ by admin/);
+  await page.goto(base + '/audit?action=replay');
+  const entry = page.getByTestId('audit-row').first();
+  await entry.waitFor();
+  assert.match(await entry.innerText(), /admin\s+replay\s+delivery \d+\s+applied/);
 });
-let failed = 0;
-for (const { name, fn } of tests) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  try {
-    await fn(page);
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed += 1;
-    console.log(`FAIL ${name}\n     ${e.stack ?? e}`);
-  } finally {
+
+test('an operator bulk-replays the failed deliveries of a filter with the count shown', async (page) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD, '/events?status=failed&source=legacy');
+  await hydrated(page);
+  await page.getByTestId('bulk-dry-run').click();
+  const dry = page.getByTestId('bulk-dry-run-result');
+  await dry.waitFor();
+  const text = await dry.innerText();
+  const matched = Number(text.match(/^(\d+) failed deliveries match/)[1]);
+  assert.equal(matched, 3, text);
+  assert.match(text, /applied: 2/);
+  assert.equal(await page.getByTestId('bulk-confirm').isDisabled(), true, 'needs the typed confirmation');
+  await page.getByLabel(/to replay them/).fill(`replay ${matched}`);
+  await page.getByTestId('bulk-confirm').click();
+  const result = page.getByTestId('bulk-result');
+  await result.waitFor();
+  assert.match(await result.innerText(), /Replayed 3 deliveries: .*applied: 2/);
+});
+
+test('screenshots of every page at 1280 px and 390 px', async () => {
+  for (const [label, width, height] of [['desktop', 1280, 900], ['phone', 390, 844]]) {
+    const context = await browser.newContext({ viewport: { width, height } });
+    const page = await context.newPage();
+    await signIn(page, 'admin', ADMIN_PASSWORD);
+    const id = await (async () => { await page.goto(base + '/events?q=e-1-again'); return (await page.getByTestId('event-row').first().getByRole('link').first().getAttribute('href')); })();
+    for (const [name, path] of [['overview', '/'], ['events', '/events'], ['failed', '/events?status=failed'], ['event', id], ['object', '/objects/demo/order-1'], ['audit', '/audit']]) {
+      await page.goto(base + path);
+      await page.waitForLoadState('networkidle');
+      await page.screenshot({ path: `${shots}${name}-${label}.png`, fullPage: true });
+    }
     await context.close();
   }
+});
+
+let failed = 0;
+try {
+  await startServer('/snapshot');
+  execFileSync(bin, ['user', 'add', 'vera', '--role', 'viewer'], { input: VIEWER_PASSWORD + '\n', env });
+  assert.match(send('demo', { event_id: 'e-1', object_id: 'order-1', revision: 1, snapshot: { status: 'new' } }), /"status":"applied"/);
+  assert.match(send('demo', { event_id: 'e-3', object_id: 'order-1', revision: 3, snapshot: { status: 'shipped', total_cents: 4200 } }), /"status":"applied"/);
+  assert.match(send('demo', { event_id: 'e-2', object_id: 'order-1', revision: 2, snapshot: { status: 'paid', total_cents: 4200 } }), /"status":"stale"/);
+  assert.match(send('demo', { event_id: 'e-1', object_id: 'order-1', revision: 1, snapshot: { status: 'new' } }), /"status":"duplicate"/);
+  assert.match(sendExpectingFailure('demo', { event_id: 'e-1-again', object_id: 'order-1', revision: 1, snapshot: { status: 'new' } }), /reused_revision/);
+  for (const i of [1, 2, 3]) {
+    assert.match(sendExpectingFailure('legacy', { event_id: `legacy-${i}`, object_id: `invoice-${i}`, revision: 1, data: { amount: i } }), /snapshot/);
+  }
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const run = async (t) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    try {
+      await t.fn(page);
+      assert.deepEqual(errors, [], 'no script errors on the page');
+      console.log(`ok   ${t.name}`);
+    } catch (e) {
+      failed += 1;
+      console.log(`FAIL ${t.name}\n     ${e.stack ?? e}`);
+      await page.screenshot({ path: `${shots}FAILED-${tests.indexOf(t)}.png`, fullPage: true }).catch(() => {});
+    } finally {
+      await context.close();
+    }
+  };
+  const [redirect, viewer, search, replay, bulk, screenshots] = tests;
+  for (const t of [redirect, viewer, search]) await run(t);
+  // The operator fixes the legacy mapping and restarts hookbox.
+  await stopServer();
+  await startServer('/data');
+  for (const t of [replay, bulk, screenshots]) await run(t);
+} finally {
+  if (browser) await browser.close();
+  if (server && server.exitCode === null) await stopServer();
 }
-for (const [label, width, height] of [['desktop', 1280, 800], ['phone', 390, 844]]) {
-  const context = await browser.newContext({ viewport: { width, height } });
-  const page = await context.newPage();
-  await page.goto(base + '/');
-  await page.screenshot({ path: `${shots}home-${label}.png`, fullPage: true });
-  await context.close();
-}
-await browser.close();
-console.log(`${tests.length - failed} passed, ${failed} failed`);
+console.log(`${tests.length - failed} passed, ${failed} failed (hookbox log: ${join(dir, 'hookbox.log')})`);
 process.exit(failed ? 1 : 0);

@@ -1,16 +1,34 @@
 //! `hookbox.toml` + environment → a typed, validated configuration (contract section 1).
 //!
-//! Every problem names the file, the source and the key. Secrets are read from the environment
-//! variables the file names and kept only as [`SecretKey`]s, which never print.
+//! The file is read key by key and reading goes on after a problem, so every problem in a file is
+//! reported at once (`hookbox check-config` lists them), each naming the file, the source and the
+//! key. Secrets are read from the environment variables the file names and kept only as
+//! [`SecretKey`]s, which never print.
 
-use crate::envelope::{FieldRef, Mapping, Mode};
+use crate::envelope::{Field, FieldRef, Mapping, Mode};
+use crate::providers::{ALL_PRESETS, Preset};
 use crate::schemes::{Scheme, SecretKey};
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_RETENTION_DAYS: u32 = 90;
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
+
+const TOP_KEYS: &[&str] = &["server", "sources"];
+const SERVER_KEYS: &[&str] = &["max_body_bytes", "retention_days"];
+const SOURCE_KEYS: &[&str] = &[
+    "name",
+    "preset",
+    "scheme",
+    "secrets_env",
+    "tolerance_secs",
+    "mode",
+    "event_id",
+    "object_id",
+    "revision",
+    "snapshot",
+    "event_type",
+];
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -39,7 +57,11 @@ impl Default for ServerSettings {
 #[derive(Debug, Clone)]
 pub struct Source {
     pub name: String,
+    /// The provider preset the source was declared with; its keys may override any part.
+    pub preset: Option<Preset>,
     pub scheme: Scheme,
+    /// The names of the environment variables the keys came from, in order (never the values).
+    pub secrets_env: Vec<String>,
     /// The first key signs in `hookbox send`; any key verifies.
     pub keys: Vec<SecretKey>,
     pub tolerance_secs: u64,
@@ -59,173 +81,323 @@ impl Config {
         self.sources.iter().find(|s| s.name == name)
     }
 
-    /// `HOOKBOX_CONFIG`, else `hookbox.toml` in the working directory; neither → no sources.
-    pub fn load_from_env() -> Result<Config, ConfigError> {
-        let env = |name: &str| std::env::var(name).ok();
-        match env("HOOKBOX_CONFIG") {
-            Some(path) => Config::load(Path::new(&path), &env),
-            None if Path::new("hookbox.toml").exists() => {
-                Config::load(Path::new("hookbox.toml"), &env)
-            }
+    /// `HOOKBOX_CONFIG`, else `hookbox.toml` if the working directory has one, else none.
+    pub fn path_from_env() -> Option<PathBuf> {
+        match std::env::var_os("HOOKBOX_CONFIG") {
+            Some(path) => Some(PathBuf::from(path)),
+            None => Some(PathBuf::from("hookbox.toml")).filter(|p| p.exists()),
+        }
+    }
+
+    /// The file of [`Config::path_from_env`] with the process environment; no file → no sources.
+    pub fn load_from_env() -> Result<Config, ConfigErrors> {
+        match Config::path_from_env() {
+            Some(path) => Config::load(&path, &|name| std::env::var(name).ok()),
             None => Ok(Config::empty()),
         }
     }
 
-    pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.display().to_string(),
-            source_name: None,
-            key: None,
-            message: format!("cannot be read: {e}"),
+    pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigErrors> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigErrors(vec![ConfigError {
+                file: path.display().to_string(),
+                source_name: None,
+                key: None,
+                message: format!("cannot be read: {e}"),
+            }])
         })?;
         Config::parse(&text, path, env)
     }
 
+    /// Reads a config file's text; `env` gives the environment variables (secrets,
+    /// `HOOKBOX_ALLOW_UNSIGNED`). Every problem found is returned, not just the first.
     pub fn parse(
         text: &str,
         path: &Path,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Config, ConfigError> {
-        let file = path.display().to_string();
-        let error = |source_name: Option<&str>, key: Option<&str>, message: String| ConfigError {
-            file: file.clone(),
-            source_name: source_name.map(str::to_string),
-            key: key.map(str::to_string),
-            message,
+    ) -> Result<Config, ConfigErrors> {
+        let mut problems = Problems {
+            file: path.display().to_string(),
+            found: Vec::new(),
         };
-        let raw: RawConfig =
-            toml::from_str(text).map_err(|e| error(None, None, e.message().to_string()))?;
-        let server = match raw.server {
-            None => ServerSettings::default(),
-            Some(s) => {
-                let max_body_bytes = s.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-                if max_body_bytes == 0 {
-                    return Err(error(
-                        None,
-                        Some("server.max_body_bytes"),
-                        "must be at least 1".into(),
-                    ));
-                }
-                let retention_days = s.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS);
-                if retention_days == 0 {
-                    return Err(error(
-                        None,
-                        Some("server.retention_days"),
-                        "must be at least 1".into(),
-                    ));
-                }
-                ServerSettings {
-                    max_body_bytes,
-                    retention_days,
-                }
+        let top: toml::Table = match toml::from_str(text) {
+            Ok(table) => table,
+            Err(e) => {
+                let line = e
+                    .span()
+                    .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+                let message = match line {
+                    Some(line) => format!("line {line}: {}", e.message()),
+                    None => e.message().to_string(),
+                };
+                problems.add(None, None, message);
+                return Err(ConfigErrors(problems.found));
             }
         };
+        Keys::new(&top, None, "", &mut problems).refuse_unknown(TOP_KEYS);
+
+        let server = match top.get("server") {
+            None => ServerSettings::default(),
+            Some(toml::Value::Table(table)) => {
+                read_server(Keys::new(table, None, "server.", &mut problems))
+            }
+            Some(_) => {
+                problems.add(None, Some("server"), "must be a table ([server])");
+                ServerSettings::default()
+            }
+        };
+
         let allow_unsigned = env("HOOKBOX_ALLOW_UNSIGNED").as_deref() == Some("1");
         let mut sources: Vec<Source> = Vec::new();
-        for (index, s) in raw.sources.into_iter().enumerate() {
-            let label = s.name.clone().unwrap_or_else(|| format!("#{}", index + 1));
-            let err = |key: &str, message: String| error(Some(&label), Some(key), message);
-            let name = s
-                .name
-                .clone()
-                .ok_or_else(|| err("name", "is required".into()))?;
-            if !valid_source_name(&name) {
-                return Err(err("name", "must match [a-z0-9][a-z0-9_-]{0,62}".into()));
-            }
-            if sources.iter().any(|other| other.name == name) {
-                return Err(err("name", "is declared twice".into()));
-            }
-            let scheme_name = s
-                .scheme
-                .clone()
-                .ok_or_else(|| err("scheme", "is required".into()))?;
-            let scheme = Scheme::from_name(&scheme_name)
-                .ok_or_else(|| err("scheme", format!("unknown scheme {scheme_name:?}")))?;
-            let mut keys = Vec::new();
-            if scheme == Scheme::None {
-                if !allow_unsigned {
-                    return Err(err(
-                        "scheme",
-                        "\"none\" accepts unsigned requests; set HOOKBOX_ALLOW_UNSIGNED=1 for local development only"
-                            .into(),
-                    ));
-                }
-            } else {
-                let names = s.secrets_env.clone().unwrap_or_default();
-                if names.is_empty() {
-                    return Err(err(
-                        "secrets_env",
-                        "must name at least one environment variable".into(),
-                    ));
-                }
-                for var in names {
-                    let value = env(&var).filter(|v| !v.is_empty()).ok_or_else(|| {
-                        err(
-                            "secrets_env",
-                            format!("environment variable {var} is unset or empty"),
-                        )
-                    })?;
-                    let key = scheme
-                        .parse_secret(&value)
-                        .map_err(|why| err("secrets_env", format!("the secret in {var}: {why}")))?;
-                    keys.push(key);
+        let mut names: Vec<String> = Vec::new();
+        match top.get("sources") {
+            None => {}
+            Some(toml::Value::Array(items)) => {
+                for (index, item) in items.iter().enumerate() {
+                    let Some(table) = item.as_table() else {
+                        problems.add(None, Some("sources"), "must be tables ([[sources]])");
+                        continue;
+                    };
+                    let label = match table.get("name").and_then(toml::Value::as_str) {
+                        Some(name) => name.to_string(),
+                        None => format!("#{}", index + 1),
+                    };
+                    let keys = Keys::new(table, Some(label), "", &mut problems);
+                    let source = read_source(keys, env, allow_unsigned, &names);
+                    if let Some(name) = table.get("name").and_then(toml::Value::as_str) {
+                        names.push(name.to_string());
+                    }
+                    sources.extend(source);
                 }
             }
-            let mode = match s.mode.as_deref() {
-                None | Some("snapshot") => Mode::Snapshot,
-                Some("dedup") => Mode::Dedup,
-                Some(other) => {
-                    return Err(err(
-                        "mode",
-                        format!("must be \"snapshot\" or \"dedup\", not {other:?}"),
-                    ));
-                }
-            };
-            let field = |key: &str,
-                         value: &Option<String>,
-                         default: Option<&str>|
-             -> Result<Option<FieldRef>, ConfigError> {
-                match value.as_deref().or(default) {
-                    None => Ok(None),
-                    Some(spec) => FieldRef::parse(spec).map(Some).map_err(|why| err(key, why)),
-                }
-            };
-            let snapshot_default = |d| (mode == Mode::Snapshot).then_some(d);
-            let mapping = Mapping {
-                mode,
-                event_id: field("event_id", &s.event_id, Some("/event_id"))?
-                    .ok_or_else(|| err("event_id", "is required".into()))?,
-                object_id: field("object_id", &s.object_id, snapshot_default("/object_id"))?,
-                revision: field("revision", &s.revision, snapshot_default("/revision"))?,
-                snapshot: field("snapshot", &s.snapshot, snapshot_default("/snapshot"))?,
-                event_type: field("event_type", &s.event_type, Some("/type"))?,
-            };
-            if mode == Mode::Dedup && (s.revision.is_some() || s.snapshot.is_some()) {
-                return Err(err(
-                    "mode",
-                    "revision and snapshot apply to snapshot mode only".into(),
-                ));
-            }
-            if let Some(FieldRef::Header(_)) = mapping.snapshot {
-                return Err(err(
-                    "snapshot",
-                    "must be a JSON pointer into the body".into(),
-                ));
-            }
-            sources.push(Source {
-                name,
-                scheme,
-                keys,
-                tolerance_secs: s.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS),
-                mapping,
-            });
+            Some(_) => problems.add(None, Some("sources"), "must be tables ([[sources]])"),
         }
-        Ok(Config {
-            path: Some(path.to_path_buf()),
-            server,
-            sources,
-        })
+
+        if problems.found.is_empty() {
+            Ok(Config {
+                path: Some(path.to_path_buf()),
+                server,
+                sources,
+            })
+        } else {
+            Err(ConfigErrors(problems.found))
+        }
     }
+}
+
+fn read_server(mut keys: Keys<'_>) -> ServerSettings {
+    keys.refuse_unknown(SERVER_KEYS);
+    ServerSettings {
+        max_body_bytes: keys
+            .number("max_body_bytes", 1)
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        retention_days: keys
+            .number("retention_days", 1)
+            .unwrap_or(DEFAULT_RETENTION_DAYS),
+    }
+}
+
+/// One `[[sources]]` table; `None` if it has a problem (recorded in `keys`).
+fn read_source(
+    mut keys: Keys<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+    allow_unsigned: bool,
+    earlier_names: &[String],
+) -> Option<Source> {
+    let problems_before = keys.problems.found.len();
+    keys.refuse_unknown(SOURCE_KEYS);
+
+    let name = keys.string("name");
+    match &name {
+        None if !keys.has("name") => keys.problem("name", "is required"),
+        Some(name) if !valid_source_name(name) => {
+            keys.problem("name", "must match [a-z0-9][a-z0-9_-]{0,62}")
+        }
+        Some(name) if earlier_names.contains(name) => keys.problem("name", "is declared twice"),
+        _ => {}
+    }
+
+    let preset = keys.string("preset").and_then(|spelled| {
+        let preset = Preset::from_name(&spelled);
+        if preset.is_none() {
+            let known: Vec<&str> = ALL_PRESETS.iter().map(|p| p.name()).collect();
+            keys.problem(
+                "preset",
+                format!("unknown preset {spelled:?} (known: {})", known.join(", ")),
+            );
+        }
+        preset
+    });
+
+    let scheme = match keys.string("scheme") {
+        Some(spelled) => {
+            let scheme = Scheme::from_name(&spelled);
+            if scheme.is_none() {
+                keys.problem("scheme", format!("unknown scheme {spelled:?}"));
+            }
+            scheme
+        }
+        None if keys.has("scheme") || keys.has("preset") => preset.map(Preset::scheme),
+        None => {
+            keys.problem("scheme", "is required (or a preset)");
+            None
+        }
+    };
+
+    let secrets_env = keys.strings("secrets_env").unwrap_or_default();
+    let mut secret_keys = Vec::new();
+    if scheme == Some(Scheme::None) {
+        if !allow_unsigned {
+            keys.problem(
+                "scheme",
+                "\"none\" accepts unsigned requests; set HOOKBOX_ALLOW_UNSIGNED=1 for local development only",
+            );
+        }
+    } else {
+        if secrets_env.is_empty() && !keys.has_refused("secrets_env") {
+            keys.problem("secrets_env", "must name at least one environment variable");
+        }
+        for var in &secrets_env {
+            // Not echoed: a value that is no variable name may be the secret itself.
+            if !valid_env_name(var) {
+                keys.problem(
+                    "secrets_env",
+                    "lists something that is not an environment variable name (letters, digits, _); \
+                     the file names the variables, the secrets stay in the environment",
+                );
+                continue;
+            }
+            let Some(value) = env(var).filter(|v| !v.is_empty()) else {
+                keys.problem(
+                    "secrets_env",
+                    format!("environment variable {var} is unset or empty"),
+                );
+                continue;
+            };
+            // Without a known scheme the value cannot be checked, only its presence.
+            if let Some(scheme) = scheme {
+                match scheme.parse_secret(&value) {
+                    Ok(key) => secret_keys.push(key),
+                    Err(why) => keys.problem("secrets_env", format!("the secret in {var}: {why}")),
+                }
+            }
+        }
+    }
+
+    let tolerance_secs = keys
+        .number("tolerance_secs", 0)
+        .unwrap_or(DEFAULT_TOLERANCE_SECS);
+
+    let mode = match keys.string("mode").as_deref() {
+        Some("snapshot") => Mode::Snapshot,
+        Some("dedup") => Mode::Dedup,
+        Some(other) => {
+            keys.problem(
+                "mode",
+                format!("must be \"snapshot\" or \"dedup\", not {other:?}"),
+            );
+            Mode::Snapshot
+        }
+        None => preset.map_or(Mode::Snapshot, |p| p.mapping().mode),
+    };
+    let mapping = read_mapping(&mut keys, preset, mode);
+
+    let complete = keys.problems.found.len() == problems_before;
+    match (name, scheme, mapping) {
+        (Some(name), Some(scheme), Some(mapping)) if complete => Some(Source {
+            name,
+            preset,
+            scheme,
+            secrets_env,
+            keys: secret_keys,
+            tolerance_secs,
+            mapping,
+        }),
+        _ => None,
+    }
+}
+
+/// The identity mapping: each key, else the preset's, else the snapshot envelope's default.
+fn read_mapping(keys: &mut Keys<'_>, preset: Option<Preset>, mode: Mode) -> Option<Mapping> {
+    let preset = preset.map(Preset::mapping);
+    let snapshot_only =
+        |pointer: &str| (mode == Mode::Snapshot).then(|| Field::from(FieldRef::pointer(pointer)));
+
+    let event_id = match keys.field("event_id") {
+        Some(Some(field)) => Some(field),
+        Some(None) => {
+            keys.problem("event_id", "must name at least one place");
+            None
+        }
+        None if keys.has("event_id") => None,
+        None => Some(match &preset {
+            Some(preset) => preset.event_id.clone(),
+            None => FieldRef::pointer("/event_id").into(),
+        }),
+    };
+    let object_id = keys.field("object_id").unwrap_or_else(|| {
+        preset
+            .as_ref()
+            .and_then(|p| p.object_id.clone())
+            .or_else(|| snapshot_only("/object_id"))
+    });
+    let revision = keys
+        .field("revision")
+        .unwrap_or_else(|| snapshot_only("/revision"));
+    let snapshot = keys
+        .field("snapshot")
+        .unwrap_or_else(|| snapshot_only("/snapshot"));
+    let event_type = keys.field("event_type").unwrap_or_else(|| match &preset {
+        Some(preset) => preset.event_type.clone(),
+        None => Some(FieldRef::pointer("/type").into()),
+    });
+
+    match mode {
+        Mode::Dedup => {
+            for key in ["revision", "snapshot"] {
+                if keys.has(key) {
+                    keys.problem(key, "applies to snapshot mode only (this source is dedup)");
+                }
+            }
+        }
+        Mode::Snapshot => {
+            for (key, field) in [
+                ("object_id", &object_id),
+                ("revision", &revision),
+                ("snapshot", &snapshot),
+            ] {
+                if field.is_none() && !keys.has_refused(key) {
+                    keys.problem(key, "is required in snapshot mode");
+                }
+            }
+        }
+    }
+    let from_header = |field: &Option<Field>| {
+        field
+            .iter()
+            .flat_map(Field::places)
+            .any(|place| matches!(place, FieldRef::Header(_)))
+    };
+    if mode == Mode::Snapshot && from_header(&snapshot) {
+        keys.problem("snapshot", "must be a JSON pointer into the body");
+    }
+
+    Some(Mapping {
+        mode,
+        event_id: event_id?,
+        object_id,
+        revision,
+        snapshot,
+        event_type,
+    })
+}
+
+fn valid_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn valid_source_name(name: &str) -> bool {
@@ -237,6 +409,171 @@ fn valid_source_name(name: &str) -> bool {
         && bytes[1..]
             .iter()
             .all(|b| allowed(b) || *b == b'_' || *b == b'-')
+}
+
+/// The problems found so far in one file.
+struct Problems {
+    file: String,
+    found: Vec<ConfigError>,
+}
+
+impl Problems {
+    fn add(&mut self, source_name: Option<&str>, key: Option<&str>, message: impl Into<String>) {
+        self.found.push(ConfigError {
+            file: self.file.clone(),
+            source_name: source_name.map(str::to_string),
+            key: key.map(str::to_string),
+            message: message.into(),
+        });
+    }
+}
+
+/// One table of the file, read key by key. A key with a wrong value is recorded as a problem and
+/// read as absent; [`Keys::has_refused`] tells the two apart, so a refused key does not also
+/// produce an "is required".
+struct Keys<'a> {
+    table: &'a toml::Table,
+    source_name: Option<String>,
+    /// Prepended to key names in messages (`server.`).
+    prefix: &'static str,
+    problems: &'a mut Problems,
+    /// Keys present with a value that was refused.
+    refused: Vec<String>,
+}
+
+impl<'a> Keys<'a> {
+    fn new(
+        table: &'a toml::Table,
+        source_name: Option<String>,
+        prefix: &'static str,
+        problems: &'a mut Problems,
+    ) -> Keys<'a> {
+        Keys {
+            table,
+            source_name,
+            prefix,
+            problems,
+            refused: Vec::new(),
+        }
+    }
+
+    fn problem(&mut self, key: &str, message: impl Into<String>) {
+        let key = format!("{}{key}", self.prefix);
+        self.problems
+            .add(self.source_name.as_deref(), Some(&key), message);
+    }
+
+    /// A problem with the value of `key`, which is then read as absent.
+    fn refuse(&mut self, key: &str, message: impl Into<String>) {
+        self.problem(key, message);
+        self.refused.push(key.to_string());
+    }
+
+    fn has(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    /// Whether `key` is present but was refused (its problem is already recorded).
+    fn has_refused(&self, key: &str) -> bool {
+        self.refused.iter().any(|k| k == key)
+    }
+
+    fn refuse_unknown(&mut self, known: &[&str]) {
+        let unknown: Vec<String> = self
+            .table
+            .keys()
+            .filter(|key| !known.contains(&key.as_str()))
+            .cloned()
+            .collect();
+        for key in unknown {
+            self.problem(&key, format!("unknown key (known: {})", known.join(", ")));
+        }
+    }
+
+    /// Names the type found but never shows the value: it could be a secret pasted in by mistake.
+    fn wrong_type(&mut self, key: &str, expected: &str, value: &toml::Value) {
+        let found = value.type_str();
+        let article = if found.starts_with(['a', 'i']) {
+            "an"
+        } else {
+            "a"
+        };
+        self.refuse(key, format!("must be {expected}, not {article} {found}"));
+    }
+
+    fn string(&mut self, key: &str) -> Option<String> {
+        match self.table.get(key)? {
+            toml::Value::String(s) => Some(s.clone()),
+            other => {
+                self.wrong_type(key, "a string", other);
+                None
+            }
+        }
+    }
+
+    /// A list of strings (a single string is not a list: `secrets_env = ["A"]`).
+    fn strings(&mut self, key: &str) -> Option<Vec<String>> {
+        let value = self.table.get(key)?;
+        let strings: Option<Vec<String>> = value.as_array().and_then(|items| {
+            items
+                .iter()
+                .map(|item| item.as_str().map(str::to_string))
+                .collect()
+        });
+        if strings.is_none() {
+            self.wrong_type(key, "a list of strings", value);
+        }
+        strings
+    }
+
+    /// An integer of at least `min` that fits `T`.
+    fn number<T: TryFrom<i64>>(&mut self, key: &str, min: i64) -> Option<T> {
+        let value = self.table.get(key)?;
+        let Some(n) = value.as_integer() else {
+            self.wrong_type(key, "an integer", value);
+            return None;
+        };
+        if n < min {
+            self.refuse(key, format!("must be at least {min}"));
+            return None;
+        }
+        let converted = T::try_from(n).ok();
+        if converted.is_none() {
+            self.refuse(key, format!("{n} is too large"));
+        }
+        converted
+    }
+
+    /// Where a field lives: `"/pointer"`, `"header:Name"`, or a list of them tried in order.
+    /// `Some(None)` is an explicit empty list: the field is not mapped.
+    fn field(&mut self, key: &str) -> Option<Option<Field>> {
+        let value = self.table.get(key)?;
+        let specs: Vec<&str> = match value {
+            toml::Value::String(spec) => vec![spec.as_str()],
+            toml::Value::Array(items) => match items.iter().map(toml::Value::as_str).collect() {
+                Some(specs) => specs,
+                None => {
+                    self.wrong_type(key, "a string or a list of strings", value);
+                    return None;
+                }
+            },
+            other => {
+                self.wrong_type(key, "a string or a list of strings", other);
+                return None;
+            }
+        };
+        let mut places = Vec::new();
+        for spec in specs {
+            match FieldRef::parse(spec) {
+                Ok(place) => places.push(place),
+                Err(why) => {
+                    self.refuse(key, why);
+                    return None;
+                }
+            }
+        }
+        Some(Field::first_of(places))
+    }
 }
 
 /// A config problem, naming the file, the source and the key.
@@ -263,47 +600,50 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    server: Option<RawServer>,
-    #[serde(default)]
-    sources: Vec<RawSource>,
+/// Every problem of a config file, in file order; never empty. Displayed one per line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl std::fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, problem) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{problem}")?;
+        }
+        Ok(())
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawServer {
-    max_body_bytes: Option<usize>,
-    retention_days: Option<u32>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSource {
-    name: Option<String>,
-    scheme: Option<String>,
-    secrets_env: Option<Vec<String>>,
-    tolerance_secs: Option<u64>,
-    mode: Option<String>,
-    event_id: Option<String>,
-    object_id: Option<String>,
-    revision: Option<String>,
-    snapshot: Option<String>,
-    event_type: Option<String>,
-}
+impl std::error::Error for ConfigErrors {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
         let vars: Vec<(String, String)> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
         Config::parse(text, Path::new("hookbox.toml"), &env)
+    }
+
+    /// The only problem of a file that must have exactly one.
+    fn problem(text: &str, vars: &[(&str, &str)]) -> ConfigError {
+        let ConfigErrors(mut problems) = parse(text, vars).expect_err("a problem");
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        problems.remove(0)
+    }
+
+    fn where_(e: &ConfigError) -> (Option<&str>, Option<&str>) {
+        (e.source_name.as_deref(), e.key.as_deref())
+    }
+
+    fn spelled(field: &Option<Field>) -> String {
+        field.as_ref().map(Field::to_string).unwrap_or_default()
     }
 
     #[test]
@@ -316,29 +656,28 @@ mod tests {
         let shop = config.source("shop").expect("declared");
         assert_eq!(shop.mapping, Mapping::snapshot_envelope());
         assert_eq!(shop.keys.len(), 1);
+        assert_eq!(shop.secrets_env, ["S"]);
+        assert_eq!(shop.preset, None);
         assert_eq!(config.server, ServerSettings::default());
     }
 
     #[test]
     fn errors_name_file_source_and_key() {
-        let e = parse(
+        let e = problem(
             "[[sources]]\nname = \"shop\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"MISSING\"]\n",
             &[],
-        )
-        .expect_err("unset secret");
+        );
         assert_eq!(
             e.to_string(),
             "hookbox.toml: source shop: secrets_env: environment variable MISSING is unset or empty"
         );
-        let e =
-            parse("[[sources]]\nname = \"Shop!\"\nscheme = \"none\"\n", &[]).expect_err("bad name");
-        assert_eq!(
-            (e.source_name.as_deref(), e.key.as_deref()),
-            (Some("Shop!"), Some("name"))
+        let e = problem(
+            "[[sources]]\nname = \"Shop!\"\nscheme = \"none\"\n",
+            &[("HOOKBOX_ALLOW_UNSIGNED", "1")],
         );
-        let e =
-            parse("[[sources]]\nname = \"dev\"\nscheme = \"none\"\n", &[]).expect_err("unsigned");
-        assert_eq!(e.key.as_deref(), Some("scheme"));
+        assert_eq!(where_(&e), (Some("Shop!"), Some("name")));
+        let e = problem("[[sources]]\nname = \"dev\"\nscheme = \"none\"\n", &[]);
+        assert_eq!(where_(&e), (Some("dev"), Some("scheme")));
         assert!(
             parse(
                 "[[sources]]\nname = \"dev\"\nscheme = \"none\"\n",
@@ -346,27 +685,271 @@ mod tests {
             )
             .is_ok()
         );
-        let e = parse(
+        let e = problem(
             "[[sources]]\nname = \"a\"\nscheme = \"none\"\nevent_id = \"id\"\n",
             &[("HOOKBOX_ALLOW_UNSIGNED", "1")],
+        );
+        assert_eq!(where_(&e), (Some("a"), Some("event_id")));
+        let e = problem("[server]\nmax_body_bytes = 0\n", &[]);
+        assert_eq!(where_(&e), (None, Some("server.max_body_bytes")));
+        let e = problem("[server]\nmax_bytes = 1\n", &[]);
+        assert_eq!(where_(&e), (None, Some("server.max_bytes")));
+        assert!(e.message.starts_with("unknown key"), "{e}");
+        let e = problem(
+            "[[sources]]\nscheme = \"none\"\n",
+            &[("HOOKBOX_ALLOW_UNSIGNED", "1")],
+        );
+        assert_eq!(e.to_string(), "hookbox.toml: source #1: name: is required");
+    }
+
+    #[test]
+    fn every_problem_in_a_file_is_reported() {
+        let text = r#"
+[server]
+retention_days = "forever"
+colour = "blue"
+
+[[sources]]
+name = "stripe"
+preset = "stripe"
+secrets_env = ["STRIPE_SECRET", "STRIPE_OLD"]
+tolerance_secs = -5
+
+[[sources]]
+name = "stripe"
+scheme = "carrier-pigeon"
+secrets_env = ["PIGEON"]
+mode = "sometimes"
+event_id = ["/id", "nowhere"]
+
+[[sources]]
+name = "gh"
+preset = "github"
+secrets_env = "GH_SECRET"
+revision = "/rev"
+"#;
+        let ConfigErrors(problems) =
+            parse(text, &[("STRIPE_SECRET", "whsec_x")]).expect_err("problems");
+
+        let found: Vec<(Option<&str>, Option<&str>)> = problems.iter().map(where_).collect();
+        assert_eq!(
+            found,
+            [
+                (None, Some("server.colour")),
+                (None, Some("server.retention_days")),
+                (Some("stripe"), Some("secrets_env")),
+                (Some("stripe"), Some("tolerance_secs")),
+                (Some("stripe"), Some("name")),
+                (Some("stripe"), Some("scheme")),
+                (Some("stripe"), Some("secrets_env")),
+                (Some("stripe"), Some("mode")),
+                (Some("stripe"), Some("event_id")),
+                (Some("gh"), Some("secrets_env")),
+                (Some("gh"), Some("revision")),
+            ],
+            "{problems:#?}"
+        );
+        let messages: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages[1],
+            "hookbox.toml: server.retention_days: must be an integer, not a string"
+        );
+        assert_eq!(
+            messages[2],
+            "hookbox.toml: source stripe: secrets_env: environment variable STRIPE_OLD is unset or empty"
+        );
+        assert_eq!(
+            messages[4],
+            "hookbox.toml: source stripe: name: is declared twice"
+        );
+        assert_eq!(
+            messages[9],
+            "hookbox.toml: source gh: secrets_env: must be a list of strings, not a string"
+        );
+        assert_eq!(
+            ConfigErrors(problems).to_string().lines().count(),
+            11,
+            "one problem per line"
+        );
+    }
+
+    #[test]
+    fn a_toml_syntax_error_names_its_line() {
+        let e = problem("[[sources]]\nname = \"a\"\nscheme = \n", &[]);
+        assert_eq!(where_(&e), (None, None));
+        assert!(e.to_string().starts_with("hookbox.toml: line 3: "), "{e}");
+    }
+
+    #[test]
+    fn a_preset_sets_scheme_mode_and_mapping() {
+        let config = parse(
+            "[[sources]]\nname = \"payments\"\npreset = \"stripe\"\nsecrets_env = [\"S\", \"S_OLD\"]\n",
+            &[("S", "whsec_new"), ("S_OLD", "whsec_old")],
         )
-        .expect_err("bad pointer");
-        assert_eq!(e.key.as_deref(), Some("event_id"));
-        let e = parse("[server]\nmax_body_bytes = 0\n", &[]).expect_err("zero");
-        assert_eq!(e.key.as_deref(), Some("server.max_body_bytes"));
+        .expect("valid");
+        let source = config.source("payments").expect("declared");
+
+        assert_eq!(source.preset, Some(Preset::Stripe));
+        assert_eq!(source.scheme, Scheme::Stripe);
+        assert_eq!(source.mapping, Preset::Stripe.mapping());
+        assert_eq!(source.mapping.mode, Mode::Dedup);
+        assert_eq!(source.keys.len(), 2);
+        assert_eq!(source.tolerance_secs, DEFAULT_TOLERANCE_SECS);
+    }
+
+    #[test]
+    fn every_preset_is_a_complete_source() {
+        for preset in ALL_PRESETS {
+            let secret = match preset.scheme() {
+                Scheme::StandardWebhooks => "whsec_c2VjcmV0",
+                _ => "secret",
+            };
+            let text = format!(
+                "[[sources]]\nname = \"p\"\npreset = \"{}\"\nsecrets_env = [\"S\"]\n",
+                preset.name()
+            );
+            let config = parse(&text, &[("S", secret)]).expect("valid");
+            let source = config.source("p").expect("declared");
+            assert_eq!(
+                (source.scheme, &source.mapping),
+                (preset.scheme(), &preset.mapping()),
+                "{preset:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn any_preset_key_can_be_overridden() {
+        let config = parse(
+            r#"
+[[sources]]
+name = "shop"
+preset = "shopify"
+secrets_env = ["S"]
+object_id = "/admin_graphql_api_id"
+event_type = []
+tolerance_secs = 60
+
+[[sources]]
+name = "clerk"
+preset = "clerk"
+secrets_env = ["W"]
+event_id = "header:svix-id"
+object_id = []
+
+[[sources]]
+name = "orders"
+preset = "paddle"
+scheme = "hmac-sha256"
+mode = "snapshot"
+secrets_env = ["S"]
+"#,
+            &[("S", "secret"), ("W", "whsec_c2VjcmV0")],
+        )
+        .expect("valid");
+
+        let shop = config.source("shop").expect("declared");
+        assert_eq!(
+            shop.mapping.event_id.to_string(),
+            r#"["header:x-shopify-event-id", "header:x-shopify-webhook-id"]"#
+        );
+        assert_eq!(spelled(&shop.mapping.object_id), "/admin_graphql_api_id");
+        assert_eq!(shop.mapping.event_type, None, "an empty list unmaps");
+        assert_eq!(shop.tolerance_secs, 60);
+        let clerk = config.source("clerk").expect("declared");
+        assert_eq!(clerk.mapping.event_id.to_string(), "header:svix-id");
+        assert_eq!(clerk.mapping.object_id, None);
+        assert_eq!(spelled(&clerk.mapping.event_type), "/type");
+        let orders = config.source("orders").expect("declared");
+        assert_eq!(orders.scheme, Scheme::HmacSha256);
+        assert_eq!(orders.mapping.mode, Mode::Snapshot);
+        assert_eq!(spelled(&orders.mapping.object_id), "/data/id");
+        assert_eq!(spelled(&orders.mapping.revision), "/revision");
+        assert_eq!(spelled(&orders.mapping.snapshot), "/snapshot");
+        assert_eq!(orders.mapping.event_id.to_string(), "/event_id");
+    }
+
+    #[test]
+    fn fields_may_list_alternatives() {
+        let config = parse(
+            "[[sources]]\nname = \"a\"\nscheme = \"github\"\nsecrets_env = [\"S\"]\nmode = \"dedup\"\nevent_id = [\"header:X-A\", \"/id\"]\n",
+            &[("S", "secret")],
+        )
+        .expect("valid");
+        let places = config.sources[0].mapping.event_id.places().to_vec();
+        assert_eq!(places, [FieldRef::header("x-a"), FieldRef::pointer("/id")]);
+
+        let e = problem(
+            "[[sources]]\nname = \"a\"\nscheme = \"github\"\nsecrets_env = [\"S\"]\nevent_id = []\n",
+            &[("S", "secret")],
+        );
+        assert_eq!(
+            e.to_string(),
+            "hookbox.toml: source a: event_id: must name at least one place"
+        );
+        let e = problem(
+            "[[sources]]\nname = \"a\"\nscheme = \"github\"\nsecrets_env = [\"S\"]\nsnapshot = [\"/s\", \"header:X-S\"]\n",
+            &[("S", "secret")],
+        );
+        assert_eq!(where_(&e), (Some("a"), Some("snapshot")));
+        let e = problem(
+            "[[sources]]\nname = \"a\"\nscheme = \"github\"\nsecrets_env = [\"S\"]\nobject_id = []\n",
+            &[("S", "secret")],
+        );
+        assert_eq!(
+            e.to_string(),
+            "hookbox.toml: source a: object_id: is required in snapshot mode"
+        );
+    }
+
+    #[test]
+    fn unknown_presets_and_schemes_are_named() {
+        let e = problem(
+            "[[sources]]\nname = \"a\"\npreset = \"twilio\"\nsecrets_env = [\"S\"]\n",
+            &[("S", "secret")],
+        );
+        assert_eq!(where_(&e), (Some("a"), Some("preset")));
         assert!(
-            parse("[server]\nmax_bytes = 1\n", &[]).is_err(),
-            "unknown keys are refused"
+            e.message
+                .contains("stripe, github, paddle, shopify, slack, clerk, svix"),
+            "{e}"
+        );
+        let e = problem(
+            "[[sources]]\nname = \"a\"\nsecrets_env = [\"S\"]\n",
+            &[("S", "secret")],
+        );
+        assert_eq!(
+            e.to_string(),
+            "hookbox.toml: source a: scheme: is required (or a preset)"
         );
     }
 
     #[test]
     fn secret_values_never_appear_in_errors() {
-        let e = parse(
+        let e = problem(
             "[[sources]]\nname = \"sw\"\nscheme = \"standard-webhooks\"\nsecrets_env = [\"S\"]\n",
             &[("S", "whsec_!!!not-base64-topsecret")],
-        )
-        .expect_err("bad secret");
+        );
         assert!(!e.to_string().contains("topsecret"), "{e}");
+        // A secret pasted into the file instead of a variable name is not echoed either.
+        for text in [
+            "[[sources]]\nname = \"a\"\npreset = \"stripe\"\nsecrets_env = [\"whsec_topsecret/+=\"]\n",
+            "[[sources]]\nname = \"a\"\npreset = \"stripe\"\nsecrets_env = \"whsec_topsecret\"\n",
+            "[[sources]]\nname = \"a\"\npreset = \"stripe\"\nsecrets_env = [\"S\"]\nscheme = [\"topsecret\"]\n",
+        ] {
+            let e = problem(text, &[("S", "secret")]);
+            assert_eq!(
+                where_(&e),
+                (
+                    Some("a"),
+                    Some(if text.contains("scheme =") {
+                        "scheme"
+                    } else {
+                        "secrets_env"
+                    })
+                )
+            );
+            assert!(!e.to_string().contains("topsecret"), "{e}");
+        }
     }
 }

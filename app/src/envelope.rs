@@ -14,7 +14,17 @@ pub enum Mode {
     Dedup,
 }
 
-/// Where one identity field lives in a request.
+impl Mode {
+    /// The config spelling: `"snapshot"` or `"dedup"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Snapshot => "snapshot",
+            Mode::Dedup => "dedup",
+        }
+    }
+}
+
+/// One place a value can be in a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FieldRef {
     /// An RFC 6901 pointer into the JSON body.
@@ -39,6 +49,16 @@ impl FieldRef {
         ))
     }
 
+    pub fn pointer(pointer: &str) -> FieldRef {
+        FieldRef::Pointer(pointer.to_string())
+    }
+
+    /// A header by its lower-case name (panics on an invalid one, like [`http::HeaderName::from_static`]).
+    pub fn header(name: &'static str) -> FieldRef {
+        FieldRef::Header(http::HeaderName::from_static(name))
+    }
+
+    /// How a reason names it: `/data/id` or `header x-github-delivery`.
     fn describe(&self) -> String {
         match self {
             FieldRef::Pointer(p) => p.clone(),
@@ -47,27 +67,90 @@ impl FieldRef {
     }
 }
 
+/// The config spelling, which [`FieldRef::parse`] reads back.
+impl std::fmt::Display for FieldRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FieldRef::Pointer(p) => f.write_str(p),
+            FieldRef::Header(h) => write!(f, "header:{h}"),
+        }
+    }
+}
+
+/// Where one identity field lives: one place, or alternatives tried in order.
+///
+/// The first place present in the request is the field (Shopify sends its delivery id as
+/// `X-Shopify-Event-Id`, older deliveries as `X-Shopify-Webhook-Id`). A place that is present
+/// but holds a bad value is an error; it never falls through to the next one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field(Vec<FieldRef>);
+
+impl Field {
+    /// The alternatives in order; `None` if there are none.
+    pub fn first_of(places: Vec<FieldRef>) -> Option<Field> {
+        (!places.is_empty()).then_some(Field(places))
+    }
+
+    /// This field, else `next` when none of its places is present.
+    pub fn or(mut self, next: FieldRef) -> Field {
+        self.0.push(next);
+        self
+    }
+
+    pub fn places(&self) -> &[FieldRef] {
+        &self.0
+    }
+
+    fn describe(&self) -> String {
+        let places: Vec<String> = self.0.iter().map(FieldRef::describe).collect();
+        places.join(" or ")
+    }
+}
+
+impl From<FieldRef> for Field {
+    fn from(place: FieldRef) -> Field {
+        Field(vec![place])
+    }
+}
+
+/// The config spelling: `/id`, or `["header:a", "header:b"]` for alternatives.
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_slice() {
+            [one] => write!(f, "{one}"),
+            places => {
+                let quoted: Vec<String> = places
+                    .iter()
+                    .map(|p| format!("{:?}", p.to_string()))
+                    .collect();
+                write!(f, "[{}]", quoted.join(", "))
+            }
+        }
+    }
+}
+
 /// How a source maps a request onto the identities of section 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mapping {
     pub mode: Mode,
-    pub event_id: FieldRef,
-    pub object_id: Option<FieldRef>,
-    pub revision: Option<FieldRef>,
-    pub snapshot: Option<FieldRef>,
-    pub event_type: Option<FieldRef>,
+    pub event_id: Field,
+    pub object_id: Option<Field>,
+    pub revision: Option<Field>,
+    pub snapshot: Option<Field>,
+    pub event_type: Option<Field>,
 }
 
 impl Mapping {
     /// The snapshot envelope of contract section 2.
     pub fn snapshot_envelope() -> Mapping {
+        let at = |pointer| Some(Field::from(FieldRef::pointer(pointer)));
         Mapping {
             mode: Mode::Snapshot,
-            event_id: FieldRef::Pointer("/event_id".into()),
-            object_id: Some(FieldRef::Pointer("/object_id".into())),
-            revision: Some(FieldRef::Pointer("/revision".into())),
-            snapshot: Some(FieldRef::Pointer("/snapshot".into())),
-            event_type: Some(FieldRef::Pointer("/type".into())),
+            event_id: FieldRef::pointer("/event_id").into(),
+            object_id: at("/object_id"),
+            revision: at("/revision"),
+            snapshot: at("/snapshot"),
+            event_type: at("/type"),
         }
     }
 }
@@ -158,30 +241,33 @@ pub fn parse_envelope(
         JsonError::Unsupported { .. } => invalid(422, e.to_string()),
     })?;
 
-    let find = |field: &FieldRef| -> Option<Found<'_, '_>> {
-        match field {
-            FieldRef::Pointer(p) => doc.pointer(p).map(Found::Json),
-            FieldRef::Header(name) => headers
-                .get(name)
-                .map(|v| Found::Header(String::from_utf8_lossy(v.as_bytes()).into_owned())),
-        }
+    // The first place of a field that is present in the request, and which place that was.
+    let find = |field: &Field| -> Option<(Found<'_, '_>, String)> {
+        field.places().iter().find_map(|place| {
+            let found = match place {
+                FieldRef::Pointer(p) => doc.pointer(p).map(Found::Json),
+                FieldRef::Header(name) => headers
+                    .get(name)
+                    .map(|v| Found::Header(String::from_utf8_lossy(v.as_bytes()).into_owned())),
+            }?;
+            Some((found, place.describe()))
+        })
     };
-    let identity = |name: &str, field: &FieldRef| -> Result<Option<String>, String> {
-        let value = match find(field) {
+    let identity = |name: &str, field: &Field| -> Result<Option<String>, String> {
+        let (value, place) = match find(field) {
             None => return Ok(None),
-            Some(Found::Header(value)) => value,
-            Some(Found::Json(node)) => match &node.value {
-                Value::String(s) => s.clone(),
-                _ => return Err(format!("{name} ({}) must be a string", field.describe())),
+            Some((Found::Header(value), place)) => (value, place),
+            Some((Found::Json(node), place)) => match &node.value {
+                Value::String(s) => (s.clone(), place),
+                _ => return Err(format!("{name} ({place}) must be a string")),
             },
         };
         if value.is_empty() {
-            return Err(format!("{name} ({}) must not be empty", field.describe()));
+            return Err(format!("{name} ({place}) must not be empty"));
         }
         if value.len() > MAX_ID_BYTES {
             return Err(format!(
-                "{name} ({}) is longer than {MAX_ID_BYTES} bytes",
-                field.describe()
+                "{name} ({place}) is longer than {MAX_ID_BYTES} bytes"
             ));
         }
         Ok(Some(value))
@@ -227,7 +313,7 @@ pub fn parse_envelope(
             let object_field = mapping
                 .object_id
                 .as_ref()
-                .map(FieldRef::describe)
+                .map(Field::describe)
                 .unwrap_or_default();
             if object_id.is_none() {
                 return Err(reject(format!("object_id ({object_field}) is missing")));
@@ -241,16 +327,14 @@ pub fn parse_envelope(
                             field.describe()
                         )));
                     }
-                    Some(Found::Header(value)) => Revision::from_text(value.trim())
-                        .map_err(|why| reject(format!("revision ({}) {why}", field.describe())))?,
-                    Some(Found::Json(node)) => match &node.value {
-                        Value::Number(text) => Revision::from_text(text).map_err(|why| {
-                            reject(format!("revision ({}) {why}", field.describe()))
-                        })?,
+                    Some((Found::Header(value), place)) => Revision::from_text(value.trim())
+                        .map_err(|why| reject(format!("revision ({place}) {why}")))?,
+                    Some((Found::Json(node), place)) => match &node.value {
+                        Value::Number(text) => Revision::from_text(text)
+                            .map_err(|why| reject(format!("revision ({place}) {why}")))?,
                         _ => {
                             return Err(reject(format!(
-                                "revision ({}) must be a JSON integer",
-                                field.describe()
+                                "revision ({place}) must be a JSON integer"
                             )));
                         }
                     },
@@ -258,28 +342,26 @@ pub fn parse_envelope(
             };
             let snapshot = match mapping.snapshot.as_ref() {
                 None => return Err(reject("the source maps no snapshot field".into())),
-                Some(field @ FieldRef::Header(_)) => {
-                    return Err(reject(format!(
-                        "snapshot ({}) must come from the body",
-                        field.describe()
-                    )));
-                }
-                Some(field @ FieldRef::Pointer(p)) => match doc.pointer(p) {
+                Some(field) => match find(field) {
                     None => {
                         return Err(reject(format!(
                             "snapshot ({}) is missing",
                             field.describe()
                         )));
                     }
-                    Some(node) if matches!(node.value, Value::Object(_)) => Snapshot {
-                        raw: node.raw(text).to_string(),
-                        canonical: node.canonical(),
-                    },
-                    Some(_) => {
+                    Some((Found::Header(_), place)) => {
                         return Err(reject(format!(
-                            "snapshot ({}) must be a JSON object",
-                            field.describe()
+                            "snapshot ({place}) must come from the body"
                         )));
+                    }
+                    Some((Found::Json(node), _)) if matches!(node.value, Value::Object(_)) => {
+                        Snapshot {
+                            raw: node.raw(text).to_string(),
+                            canonical: node.canonical(),
+                        }
+                    }
+                    Some((Found::Json(_), place)) => {
+                        return Err(reject(format!("snapshot ({place}) must be a JSON object")));
                     }
                 },
             };
@@ -384,11 +466,17 @@ mod tests {
     fn identities_can_come_from_headers_in_dedup_mode() {
         let mapping = Mapping {
             mode: Mode::Dedup,
-            event_id: FieldRef::parse("header:X-GitHub-Delivery").expect("valid"),
+            event_id: FieldRef::parse("header:X-GitHub-Delivery")
+                .expect("valid")
+                .into(),
             object_id: None,
             revision: None,
             snapshot: None,
-            event_type: Some(FieldRef::parse("header:X-GitHub-Event").expect("valid")),
+            event_type: Some(
+                FieldRef::parse("header:X-GitHub-Event")
+                    .expect("valid")
+                    .into(),
+            ),
         };
         let mut headers = HeaderMap::new();
         headers.insert("x-github-delivery", "d-1".parse().expect("header"));
@@ -399,5 +487,69 @@ mod tests {
             ("d-1", Some("push"))
         );
         assert_eq!(env.revision, None);
+    }
+
+    fn first_of(specs: &[&str]) -> Field {
+        let places = specs
+            .iter()
+            .map(|s| FieldRef::parse(s).expect("valid spec"))
+            .collect();
+        Field::first_of(places).expect("at least one place")
+    }
+
+    fn dedup(event_id: Field) -> Mapping {
+        Mapping {
+            mode: Mode::Dedup,
+            event_id,
+            object_id: None,
+            revision: None,
+            snapshot: None,
+            event_type: None,
+        }
+    }
+
+    #[test]
+    fn the_first_place_present_is_the_field() {
+        let mapping = dedup(first_of(&[
+            "header:X-Shopify-Event-Id",
+            "header:X-Shopify-Webhook-Id",
+        ]));
+        let mut old_style = HeaderMap::new();
+        old_style.insert("x-shopify-webhook-id", "w-1".parse().expect("header"));
+        let mut both = old_style.clone();
+        both.insert("x-shopify-event-id", "e-1".parse().expect("header"));
+
+        let from_fallback = parse_envelope(&mapping, &old_style, b"{}").expect("valid");
+        let from_first = parse_envelope(&mapping, &both, b"{}").expect("valid");
+        let neither = parse_envelope(&mapping, &HeaderMap::new(), b"{}").expect_err("missing");
+
+        assert_eq!(from_fallback.event_id, "w-1");
+        assert_eq!(from_first.event_id, "e-1");
+        assert_eq!(
+            neither.reason,
+            "event_id (header x-shopify-event-id or header x-shopify-webhook-id) is missing"
+        );
+    }
+
+    #[test]
+    fn a_present_but_bad_place_does_not_fall_through() {
+        let mapping = dedup(first_of(&["/id", "header:X-Id"]));
+        let mut headers = HeaderMap::new();
+        headers.insert("x-id", "h-1".parse().expect("header"));
+
+        let numeric = parse_envelope(&mapping, &headers, br#"{"id":7}"#).expect_err("number");
+        let absent = parse_envelope(&mapping, &headers, b"{}").expect("falls back");
+
+        assert_eq!(numeric.reason, "event_id (/id) must be a string");
+        assert_eq!(absent.event_id, "h-1");
+    }
+
+    #[test]
+    fn fields_print_in_config_spelling() {
+        assert_eq!(first_of(&["/data/id"]).to_string(), "/data/id");
+        assert_eq!(
+            first_of(&["header:svix-id", "header:Webhook-Id"]).to_string(),
+            r#"["header:svix-id", "header:webhook-id"]"#
+        );
     }
 }

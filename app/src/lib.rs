@@ -4,8 +4,14 @@
 
 #![recursion_limit = "256"]
 
+pub mod components;
+pub mod model;
 pub mod pages;
 
+#[cfg(feature = "ssr")]
+pub mod archive;
+#[cfg(feature = "ssr")]
+pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod config;
 #[cfg(feature = "ssr")]
@@ -13,16 +19,20 @@ pub mod db;
 #[cfg(feature = "ssr")]
 pub mod envelope;
 #[cfg(feature = "ssr")]
+pub mod guard;
+#[cfg(feature = "ssr")]
 pub mod ingest;
 #[cfg(feature = "ssr")]
 pub mod json;
+#[cfg(feature = "ssr")]
+pub mod providers;
 #[cfg(feature = "ssr")]
 pub mod schemes;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
-use leptos_router::StaticSegment;
 use leptos_router::components::{Route, Router, Routes};
+use leptos_router::path;
 
 /// The HTML document every page is rendered into.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -34,6 +44,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
                 <MetaTags/>
             </head>
             <body>
@@ -50,11 +61,14 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/hookbox.css"/>
         <Title text="hookbox"/>
         <Router>
-            <main>
-                <Routes fallback=|| view! { <pages::NotFound/> }>
-                    <Route path=StaticSegment("") view=pages::Home/>
-                </Routes>
-            </main>
+            <Routes fallback=|| view! { <pages::NotFound/> }>
+                <Route path=path!("/") view=pages::overview::OverviewPage/>
+                <Route path=path!("/login") view=pages::login::LoginPage/>
+                <Route path=path!("/events") view=pages::events::EventsPage/>
+                <Route path=path!("/events/:id") view=pages::event::EventPage/>
+                <Route path=path!("/objects/:source/:object_id") view=pages::object::ObjectPage/>
+                <Route path=path!("/audit") view=pages::audit::AuditPage/>
+            </Routes>
         </Router>
     }
 }

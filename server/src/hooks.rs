@@ -1,9 +1,11 @@
 //! `POST /hooks/{source}`: authenticate over the raw bytes, validate, ingest, answer
-//! (contract section 4). Nothing is answered 2xx before its transaction has committed.
+//! (contract section 4). Nothing is answered 2xx before its transaction has committed, except a
+//! provider's handshake (Slack's URL verification), which is authenticated but is not an event.
 
 use crate::AppState;
 use app::envelope::parse_envelope;
 use app::ingest::{self, Outcome, Received, Recorded};
+use app::providers;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -69,6 +71,10 @@ pub async fn receive(
     ) {
         tracing::info!(source = %source.name, reason = %why, "authentication failed");
         return answer(StatusCode::UNAUTHORIZED, json!({"status": "unauthorized"}));
+    }
+    if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
+        tracing::info!(source = %source.name, "provider handshake answered (not archived)");
+        return answer(StatusCode::OK, reply);
     }
 
     let headers_json = archived_headers(&headers);

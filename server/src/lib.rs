@@ -1,9 +1,11 @@
 //! The `hookbox` binary's library: the axum router, the webhook endpoint and the commands.
 
+pub mod check_config;
 pub mod hooks;
 pub mod routes;
 pub mod send;
 pub mod serve;
+pub mod users;
 
 use app::config::Config;
 use app::db::Db;

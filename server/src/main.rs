@@ -28,7 +28,36 @@ enum Command {
         /// Base URL of the running hookbox [default: http://LEPTOS_SITE_ADDR].
         #[arg(long)]
         url: Option<String>,
+        /// An extra header, NAME:VALUE (repeatable); replaces a generated one of that name.
+        #[arg(
+            long = "header",
+            short = 'H',
+            value_name = "NAME:VALUE",
+            value_parser = server::send::parse_header
+        )]
+        headers: Vec<(http::HeaderName, http::HeaderValue)>,
     },
+    /// Validate a config file (FILE, else HOOKBOX_CONFIG, else ./hookbox.toml) and the secrets
+    /// it names, without a database; list every problem, or summarise each source.
+    CheckConfig { file: Option<PathBuf> },
+    /// Manage dashboard users.
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Add a user, or set an existing user's password and role; the password is read from
+    /// standard input. Their open sessions end.
+    Add {
+        name: String,
+        #[arg(long, value_parser = ["viewer", "operator"])]
+        role: String,
+    },
+    /// List the users.
+    List,
+    /// Remove a user and end their sessions.
+    Remove { name: String },
 }
 
 fn init_logging() {
@@ -54,16 +83,35 @@ async fn main() -> ExitCode {
         Command::Migrate => server::serve::connect_and_migrate().await.map(|_| {
             tracing::info!("schema is up to date");
         }),
-        Command::Send { source, file, url } => {
+        Command::Send {
+            source,
+            file,
+            url,
+            headers,
+        } => {
             let url = match url {
                 Some(url) => Ok(url),
                 None => server::serve::site_addr().map(|addr| format!("http://{addr}")),
             };
             match url {
-                Ok(url) => server::send::run(server::send::SendArgs { source, file, url }).await,
+                Ok(url) => {
+                    let args = server::send::SendArgs {
+                        source,
+                        file,
+                        url,
+                        headers,
+                    };
+                    server::send::run(args).await
+                }
                 Err(e) => Err(e),
             }
         }
+        Command::CheckConfig { file } => server::check_config::run(file),
+        Command::User(command) => match command {
+            UserCommand::Add { name, role } => server::users::add(&name, &role).await,
+            UserCommand::List => server::users::list().await,
+            UserCommand::Remove { name } => server::users::remove(&name).await,
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,18 +1,26 @@
-//! The router: the webhook endpoint, then the Leptos dashboard and its static files.
+//! The router: the webhook endpoint, then the Leptos dashboard behind sign-in.
 
 use crate::{AppState, hooks};
+use app::auth;
+use app::guard::ClientAddress;
 use app::{App, shell};
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::routing::post;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Query, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
 use leptos::prelude::LeptosOptions;
 use leptos_axum::{LeptosRoutes, generate_route_list};
+use std::net::SocketAddr;
 
 pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
     let webhooks = Router::new()
         .route("/hooks/{source}", post(hooks::receive))
         // The handler enforces each deployment's own `max_body_bytes`.
         .layer(DefaultBodyLimit::disable())
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
         .with_state(state.clone());
 
     let routes = generate_route_list(App);
@@ -22,15 +30,148 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
             routes,
             {
                 let state = state.clone();
-                move || leptos::prelude::provide_context(state.db.clone())
+                move || {
+                    leptos::prelude::provide_context(state.db.clone());
+                    leptos::prelude::provide_context(state.config.clone());
+                }
             },
             {
                 let options = leptos_options.clone();
                 move || shell(options.clone())
             },
         )
+        .route("/search", get(search))
         .fallback(leptos_axum::file_and_error_handler(shell))
-        .with_state(leptos_options);
+        .with_state(leptos_options)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard_dashboard,
+        ))
+        .layer(axum::Extension(state));
 
     webhooks.merge(dashboard)
+}
+
+/// `GET /readyz`: 200 when the database answers, else 503.
+async fn ready(State(state): State<AppState>) -> Response {
+    match state.db.conn.ping().await {
+        Ok(()) => (StatusCode::OK, "ready").into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "not ready: the database does not answer");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable").into_response()
+        }
+    }
+}
+
+/// Paths anyone may load: the sign-in page and the compiled assets.
+fn is_public(path: &str) -> bool {
+    path == "/login"
+        || path.starts_with("/pkg/")
+        || path == "/favicon.svg"
+        || path == "/favicon.ico"
+        || path == "/api/login"
+}
+
+/// Whether a browser says this request comes from another site.
+fn cross_site(headers: &HeaderMap) -> bool {
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if fetch_site.is_some_and(|site| site != "same-origin" && site != "none") {
+        return true;
+    }
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    match (
+        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
+        host,
+    ) {
+        (Some(origin), Some(host)) => origin.split_once("://").map(|(_, rest)| rest) != Some(host),
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// Before every dashboard request: record the client address, refuse cross-site calls that change
+/// state, and send anonymous page requests to `/login?next=…`. Server functions check the
+/// session and role themselves (401 / 403).
+async fn guard_dashboard(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let address = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    request.extensions_mut().insert(ClientAddress(address));
+    let path = request.uri().path().to_string();
+
+    if request.method() != Method::GET
+        && request.method() != Method::HEAD
+        && cross_site(request.headers())
+    {
+        return (StatusCode::FORBIDDEN, "cross-site request refused").into_response();
+    }
+    if path.starts_with("/api/") || is_public(&path) {
+        return next.run(request).await;
+    }
+    let token = request
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|cookies| auth::session_token(cookies).map(str::to_string));
+    let signed_in = match token {
+        Some(token) => match auth::session_user(&state.db, &token).await {
+            Ok(user) => user.is_some(),
+            Err(e) => {
+                tracing::error!(error = %e, "session lookup failed");
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the database is unavailable; try again shortly",
+                )
+                    .into_response();
+            }
+        },
+        None => false,
+    };
+    if signed_in {
+        return next.run(request).await;
+    }
+    let wanted = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    Redirect::to(&format!(
+        "/login?next={}",
+        app::components::urlencode(&wanted)
+    ))
+    .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct SearchQuery {
+    q: Option<String>,
+}
+
+/// `GET /search?q=`: an object id goes to its page, anything else to the archive filtered by it.
+async fn search(
+    axum::Extension(state): axum::Extension<AppState>,
+    Query(query): Query<SearchQuery>,
+) -> Response {
+    let q = query.q.unwrap_or_default();
+    if q.trim().is_empty() {
+        return Redirect::to("/events").into_response();
+    }
+    match app::archive::search_target(&state.db, &q).await {
+        Ok(target) => Redirect::to(&target).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "search failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the database is unavailable; try again shortly",
+            )
+                .into_response()
+        }
+    }
 }

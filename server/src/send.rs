@@ -2,7 +2,10 @@
 //! running hookbox. The way to check a setup end to end.
 
 use anyhow::{Context, bail};
-use app::config::Config;
+use app::config::{Config, Source};
+use app::envelope::FieldRef;
+use app::schemes::Scheme;
+use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use std::io::Read;
 
 pub struct SendArgs {
@@ -10,6 +13,20 @@ pub struct SendArgs {
     pub file: Option<std::path::PathBuf>,
     /// Base URL of the running hookbox.
     pub url: String,
+    /// `--header NAME:VALUE`, in order; they replace generated headers of the same name.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// Reads `NAME:VALUE` (white space around the value ignored), as `--header` takes it.
+pub fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| format!("{text:?} is not NAME:VALUE"))?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| format!("{:?} is not a header name", name.trim()))?;
+    let value = HeaderValue::from_str(value.trim())
+        .map_err(|_| format!("the value of {name} is not a valid header value"))?;
+    Ok((name, value))
 }
 
 /// Posts the signed body and prints the answer; an answer other than 2xx is an error.
@@ -33,22 +50,13 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
             body
         }
     };
-    let now = chrono::Utc::now().timestamp();
-    let msg_id = format!("msg_{:032x}", rand::random::<u128>());
-    let signed = match source.keys.first() {
-        Some(key) => source.scheme.sign(key, &msg_id, &body, now),
-        None => Vec::new(),
-    };
+    let headers = delivery_headers(source, &body, &args.headers, chrono::Utc::now().timestamp());
 
     let endpoint = format!("{}/hooks/{}", args.url.trim_end_matches('/'), source.name);
-    let mut request = reqwest::Client::new()
+    let response = reqwest::Client::new()
         .post(&endpoint)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body);
-    for (name, value) in signed {
-        request = request.header(name.as_str(), value);
-    }
-    let response = request
+        .headers(headers)
+        .body(body)
         .send()
         .await
         .with_context(|| format!("post to {endpoint}"))?;
@@ -64,4 +72,89 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
         bail!("hookbox answered {status}");
     }
     Ok(())
+}
+
+/// The headers the source's real sender would send with `body` at `now`: the scheme's signature
+/// (with the source's first secret), and the delivery-id header when the source reads its event id
+/// from a header (`X-GitHub-Delivery`, `X-Shopify-Event-Id`, …), generated unless `extra` gives
+/// it. `extra` headers replace generated ones of the same name.
+///
+/// A given event-id header is also the Standard Webhooks `webhook-id` that is signed, so
+/// `--header svix-id:msg_1` sends a signature that verifies and an event id of `msg_1`.
+pub fn delivery_headers(
+    source: &Source,
+    body: &[u8],
+    extra: &[(HeaderName, HeaderValue)],
+    now: i64,
+) -> HeaderMap {
+    let event_id_headers: Vec<&HeaderName> = source
+        .mapping
+        .event_id
+        .places()
+        .iter()
+        .filter_map(|place| match place {
+            FieldRef::Header(name) => Some(name),
+            FieldRef::Pointer(_) => None,
+        })
+        .collect();
+    let names_the_id = |name: &HeaderName| {
+        event_id_headers.contains(&name)
+            || (source.scheme == Scheme::StandardWebhooks
+                && matches!(name.as_str(), "webhook-id" | "svix-id"))
+    };
+    let msg_id = extra
+        .iter()
+        .find(|(name, _)| names_the_id(name))
+        .and_then(|(_, value)| value.to_str().ok())
+        .map_or_else(
+            || format!("msg_{:032x}", rand::random::<u128>()),
+            str::to_string,
+        );
+
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(key) = source.keys.first() {
+        for (name, value) in source.scheme.sign(key, &msg_id, body, now) {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        }
+    }
+    for (name, _) in extra {
+        headers.remove(name);
+    }
+    for (name, value) in extra {
+        headers.append(name.clone(), value.clone());
+    }
+    let has_event_id = event_id_headers
+        .iter()
+        .any(|name| headers.contains_key(*name));
+    if let (Some(first), false) = (event_id_headers.first(), has_event_id)
+        && let Ok(value) = HeaderValue::from_str(&msg_id)
+    {
+        headers.insert((*first).clone(), value);
+    }
+    headers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_name_colon_value() {
+        let (name, value) = parse_header("X-GitHub-Event: push").expect("valid");
+        assert_eq!(
+            (name.as_str(), value.to_str().ok()),
+            ("x-github-event", Some("push"))
+        );
+        let (name, value) = parse_header("X-Url:https://a.example/b").expect("valid");
+        assert_eq!(
+            (name.as_str(), value.to_str().ok()),
+            ("x-url", Some("https://a.example/b"))
+        );
+        assert!(parse_header("no-colon").is_err());
+        assert!(parse_header("bad name: v").is_err());
+        assert!(parse_header("X-A: line\nbreak").is_err());
+    }
 }

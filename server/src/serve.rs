@@ -44,6 +44,7 @@ pub async fn connect_and_migrate() -> anyhow::Result<Db> {
 pub async fn run() -> anyhow::Result<()> {
     let config = Config::load_from_env()?;
     let db = connect_and_migrate().await?;
+    bootstrap_admin(&db).await?;
     let addr = site_addr()?;
     let listener = TcpListener::bind(addr)
         .await
@@ -86,6 +87,22 @@ pub async fn serve(
         .await
         .context("close the database pool")?;
     tracing::info!("hookbox stopped");
+    Ok(())
+}
+
+/// With no user at all, creates the operator `admin` (password from `HOOKBOX_ADMIN_PASSWORD`, or a
+/// random one printed once).
+pub async fn bootstrap_admin(db: &Db) -> anyhow::Result<()> {
+    let password = std::env::var("HOOKBOX_ADMIN_PASSWORD").ok();
+    let created = app::auth::ensure_admin(db, password)
+        .await
+        .map_err(anyhow::Error::msg)
+        .context("create the first user")?;
+    if let Some(generated) = created {
+        tracing::warn!(
+            "created the operator \"admin\" with the password {generated} (shown once; change it with `hookbox user add admin --role operator`)"
+        );
+    }
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //!
 //! The webhook route and replay both call [`apply_delivery`], so an outcome is decided in one place.
 
+pub mod replay;
 mod sql;
 
 use crate::db::Db;
@@ -118,6 +119,15 @@ pub async fn record_invalid(
     received: &Received<'_>,
     invalid: &Invalid,
 ) -> Result<Recorded, DbErr> {
+    record_invalid_in(&db.conn, received, invalid).await
+}
+
+/// [`record_invalid`] on a given connection or transaction.
+pub async fn record_invalid_in<C: ConnectionTrait>(
+    conn: &C,
+    received: &Received<'_>,
+    invalid: &Invalid,
+) -> Result<Recorded, DbErr> {
     let outcome = Outcome::Invalid {
         reason: invalid.reason.clone(),
     };
@@ -127,7 +137,7 @@ pub async fn record_invalid(
         revision: None,
         event_type: invalid.event_type.as_deref(),
     };
-    let archive_id = archive(&db.conn, received, &identity, &outcome).await?;
+    let archive_id = archive(conn, received, &identity, &outcome).await?;
     Ok(Recorded {
         archive_id,
         outcome,

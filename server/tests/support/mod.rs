@@ -335,3 +335,33 @@ pub async fn archived(db: &Db, source: &str, event_id: &str) -> Vec<(String, Str
     .map(|r| (r[0].clone().unwrap_or_default(), r[1].clone().unwrap_or_default()))
     .collect()
 }
+
+/// The real server on a random port with its own configuration, on a fresh database.
+pub async fn spawn_app_with(backend: Backend, config: Config) -> TestApp {
+    let test_db = test_db(backend).await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let state = server::AppState {
+        db: test_db.db.clone(),
+        config: Arc::new(config),
+    };
+    tokio::spawn(async move {
+        server::serve::serve(listener, state, async {
+            stopped.await.ok();
+        })
+        .await
+        .expect("server runs");
+    });
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .expect("client");
+    TestApp {
+        addr,
+        db: test_db.db.clone(),
+        client,
+        test_db: Some(test_db),
+        stop: Some(stop),
+    }
+}

@@ -1,0 +1,401 @@
+//! Dashboard users, sessions and the audit log (contract section 8).
+//!
+//! Passwords are Argon2id hashes. Sessions live in the database (revocable, expiring) and the
+//! browser holds only a random token; the table keeps its SHA-256. Failed sign-ins are audit rows,
+//! and throttling counts them, so every hookbox process enforces the same limit.
+
+use crate::db::Db;
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::{ConnectionTrait, DbErr, Statement, Value};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use crate::model::Role;
+
+pub const SESSION_COOKIE: &str = "hookbox_session";
+/// Failed sign-ins allowed per user name, and per address, within [`THROTTLE_WINDOW_MINUTES`].
+pub const MAX_FAILURES_PER_USER: i64 = 5;
+pub const MAX_FAILURES_PER_ADDRESS: i64 = 20;
+pub const THROTTLE_WINDOW_MINUTES: i64 = 15;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: i64,
+    pub name: String,
+    pub role: Role,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SignInError {
+    #[error("wrong user name or password")]
+    Invalid,
+    #[error("too many failed sign-ins; try again in {minutes} minutes")]
+    Throttled { minutes: i64 },
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+/// How long a session lasts: `HOOKBOX_SESSION_HOURS`, else 12 hours.
+pub fn session_lifetime() -> Duration {
+    let hours = std::env::var("HOOKBOX_SESSION_HOURS")
+        .ok()
+        .and_then(|h| h.parse().ok())
+        .filter(|h| *h > 0);
+    Duration::hours(hours.unwrap_or(12))
+}
+
+fn statement(db: &Db, sql: &str, values: Vec<Value>) -> Statement {
+    Statement::from_sql_and_values(db.backend(), sql, values)
+}
+
+pub fn hash_password(password: &str) -> Result<String, String> {
+    let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>()).map_err(|e| e.to_string())?;
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| e.to_string())
+}
+
+fn verify_password(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
+}
+
+fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+pub fn valid_user_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
+}
+
+/// Adds a user, or sets the password and role of an existing one.
+pub async fn add_user(db: &Db, name: &str, password: &str, role: Role) -> Result<(), String> {
+    if !valid_user_name(name) {
+        return Err("user names are 1 to 64 letters, digits, '.', '_', '-' or '@'".into());
+    }
+    if password.chars().count() < 8 {
+        return Err("passwords need at least 8 characters".into());
+    }
+    let password = password.to_string();
+    let hash = tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|e| e.to_string())??;
+    db.conn
+        .execute_raw(statement(
+            db,
+            "INSERT INTO users (name, password_hash, role, created_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (name) DO UPDATE SET password_hash = EXCLUDED.password_hash, role = EXCLUDED.role",
+            vec![name.into(), hash.into(), role.as_str().into(), Utc::now().into()],
+        ))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// (name, role, created_at) of every user.
+pub async fn list_users(db: &Db) -> Result<Vec<(String, Role, DateTime<Utc>)>, DbErr> {
+    let rows = db
+        .conn
+        .query_all_raw(statement(
+            db,
+            "SELECT name, role, created_at FROM users ORDER BY name",
+            vec![],
+        ))
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let role: String = row.try_get_by_index(1)?;
+            Ok((
+                row.try_get_by_index(0)?,
+                Role::parse(&role).unwrap_or(Role::Viewer),
+                row.try_get_by_index(2)?,
+            ))
+        })
+        .collect()
+}
+
+/// Removes a user and with it every session; false when there was no such user.
+pub async fn remove_user(db: &Db, name: &str) -> Result<bool, DbErr> {
+    let result = db
+        .conn
+        .execute_raw(statement(
+            db,
+            "DELETE FROM users WHERE name = $1",
+            vec![name.into()],
+        ))
+        .await?;
+    Ok(result.rows_affected() > 0)
+}
+
+/// With no user at all, creates the operator `admin`. Returns the password when it was generated.
+pub async fn ensure_admin(db: &Db, password: Option<String>) -> Result<Option<String>, String> {
+    let users = db
+        .conn
+        .query_one_raw(statement(db, "SELECT count(*) FROM users", vec![]))
+        .await
+        .map_err(|e| e.to_string())?
+        .map(|row| row.try_get_by_index::<i64>(0))
+        .transpose()
+        .map_err(|e| e.to_string())?
+        .unwrap_or(0);
+    if users > 0 {
+        return Ok(None);
+    }
+    let (password, generated) = match password.filter(|p| !p.is_empty()) {
+        Some(p) => (p, false),
+        None => (format!("{:032x}", rand::random::<u128>()), true),
+    };
+    add_user(db, "admin", &password, Role::Operator).await?;
+    Ok(generated.then_some(password))
+}
+
+/// Checks a password (throttled) and opens a session. Returns the user and the session token.
+pub async fn sign_in(
+    db: &Db,
+    name: &str,
+    password: &str,
+    address: &str,
+) -> Result<(User, String), SignInError> {
+    let since = Utc::now() - Duration::minutes(THROTTLE_WINDOW_MINUTES);
+    let failures = |column: &'static str, value: &str| {
+        let sql = format!(
+            "SELECT count(*) FROM audit_log WHERE action = 'sign_in' AND outcome = 'failed' AND {column} = $1 AND at > $2"
+        );
+        let stmt = statement(db, &sql, vec![value.into(), since.into()]);
+        async move {
+            db.conn
+                .query_one_raw(stmt)
+                .await?
+                .map(|r| r.try_get_by_index::<i64>(0))
+                .transpose()
+                .map(|n| n.unwrap_or(0))
+        }
+    };
+    if failures("actor", name).await? >= MAX_FAILURES_PER_USER
+        || failures("address", address).await? >= MAX_FAILURES_PER_ADDRESS
+    {
+        audit(db, name, "sign_in", None, "throttled", None, Some(address)).await?;
+        return Err(SignInError::Throttled {
+            minutes: THROTTLE_WINDOW_MINUTES,
+        });
+    }
+
+    let row = db
+        .conn
+        .query_one_raw(statement(
+            db,
+            "SELECT id, password_hash, role FROM users WHERE name = $1",
+            vec![name.into()],
+        ))
+        .await?;
+    let found = match row {
+        Some(row) => {
+            let role: String = row.try_get_by_index(2)?;
+            Some((
+                row.try_get_by_index::<i64>(0)?,
+                row.try_get_by_index::<String>(1)?,
+                Role::parse(&role),
+            ))
+        }
+        None => None,
+    };
+    // An unknown name costs the same hashing as a wrong password: no user enumeration by timing.
+    let hash = found
+        .as_ref()
+        .map(|(_, h, _)| h.clone())
+        .unwrap_or_else(|| DUMMY_HASH.to_string());
+    let password = password.to_string();
+    let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .unwrap_or(false);
+    let (id, role) = match found {
+        Some((id, _, Some(role))) if matches => (id, role),
+        _ => {
+            audit(db, name, "sign_in", None, "failed", None, Some(address)).await?;
+            return Err(SignInError::Invalid);
+        }
+    };
+
+    let token = format!(
+        "{:032x}{:032x}",
+        rand::random::<u128>(),
+        rand::random::<u128>()
+    );
+    let now = Utc::now();
+    db.conn
+        .execute_raw(statement(
+            db,
+            "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+            vec![token_hash(&token).into(), id.into(), now.into(), (now + session_lifetime()).into()],
+        ))
+        .await?;
+    audit(db, name, "sign_in", None, "succeeded", None, Some(address)).await?;
+    Ok((
+        User {
+            id,
+            name: name.to_string(),
+            role,
+        },
+        token,
+    ))
+}
+
+/// A hash of a random password, verified against when the user name is unknown.
+const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$0LzP1yq3w7nH2uQkT6pWnB8mCk3cQm0q4S0oS7x2s5M";
+
+/// The user of a live (unexpired, unrevoked) session.
+pub async fn session_user(db: &Db, token: &str) -> Result<Option<User>, DbErr> {
+    let row = db
+        .conn
+        .query_one_raw(statement(
+            db,
+            "SELECT u.id, u.name, u.role FROM sessions s JOIN users u ON u.id = s.user_id
+             WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2",
+            vec![token_hash(token).into(), Utc::now().into()],
+        ))
+        .await?;
+    Ok(match row {
+        Some(row) => {
+            let role: String = row.try_get_by_index(2)?;
+            Role::parse(&role).map(|role| User {
+                id: row.try_get_by_index(0).unwrap_or(0),
+                name: row.try_get_by_index(1).unwrap_or_default(),
+                role,
+            })
+        }
+        None => None,
+    })
+}
+
+pub async fn revoke_session(db: &Db, token: &str) -> Result<(), DbErr> {
+    db.conn
+        .execute_raw(statement(
+            db,
+            "UPDATE sessions SET revoked_at = $2 WHERE token_hash = $1 AND revoked_at IS NULL",
+            vec![token_hash(token).into(), Utc::now().into()],
+        ))
+        .await?;
+    Ok(())
+}
+
+/// Revokes every session of a user (e.g. after a password change).
+pub async fn revoke_user_sessions(db: &Db, name: &str) -> Result<u64, DbErr> {
+    let result = db
+        .conn
+        .execute_raw(statement(
+            db,
+            "UPDATE sessions SET revoked_at = $2 WHERE revoked_at IS NULL AND user_id IN (SELECT id FROM users WHERE name = $1)",
+            vec![name.into(), Utc::now().into()],
+        ))
+        .await?;
+    Ok(result.rows_affected())
+}
+
+/// The session token in a `Cookie` header, if any.
+pub fn session_token(cookie_header: &str) -> Option<&str> {
+    cookie_header
+        .split(';')
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value)
+        .filter(|v| !v.is_empty())
+}
+
+/// The `Set-Cookie` value for a new session (Secure when `HOOKBOX_COOKIE_SECURE=1`).
+pub fn session_cookie(token: &str) -> String {
+    let secure = if std::env::var("HOOKBOX_COOKIE_SECURE").as_deref() == Ok("1") {
+        "; Secure"
+    } else {
+        ""
+    };
+    format!(
+        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+        session_lifetime().num_seconds()
+    )
+}
+
+pub fn cleared_session_cookie() -> String {
+    format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0")
+}
+
+/// Writes one audit row on any connection (a transaction too, so it commits with the change).
+pub async fn audit_on<C: ConnectionTrait>(conn: &C, entry: AuditEntry<'_>) -> Result<(), DbErr> {
+    conn.execute_raw(Statement::from_sql_and_values(
+        conn.get_database_backend(),
+        "INSERT INTO audit_log (at, actor, action, target, outcome, detail, address) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        vec![
+            Utc::now().into(),
+            entry.actor.into(),
+            entry.action.into(),
+            entry.target.into(),
+            entry.outcome.into(),
+            entry.detail.into(),
+            entry.address.into(),
+        ],
+    ))
+    .await?;
+    Ok(())
+}
+
+pub struct AuditEntry<'a> {
+    pub actor: &'a str,
+    pub action: &'a str,
+    pub target: Option<&'a str>,
+    pub outcome: &'a str,
+    pub detail: Option<&'a str>,
+    pub address: Option<&'a str>,
+}
+
+async fn audit(
+    db: &Db,
+    actor: &str,
+    action: &str,
+    target: Option<&str>,
+    outcome: &str,
+    detail: Option<&str>,
+    address: Option<&str>,
+) -> Result<(), DbErr> {
+    audit_on(
+        &db.conn,
+        AuditEntry {
+            actor,
+            action,
+            target,
+            outcome,
+            detail,
+            address,
+        },
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_hash_with_argon2id_and_verify() {
+        let hash = hash_password("correct horse").expect("hash");
+        assert!(hash.starts_with("$argon2id$"));
+        assert!(verify_password("correct horse", &hash));
+        assert!(!verify_password("wrong horse", &hash));
+        assert!(!verify_password("anything", DUMMY_HASH));
+    }
+
+    #[test]
+    fn the_session_token_is_read_from_the_cookie_header() {
+        assert_eq!(session_token("a=1; hookbox_session=abc; b=2"), Some("abc"));
+        assert_eq!(session_token("hookbox_session="), None);
+        assert_eq!(session_token("other=1"), None);
+    }
+}

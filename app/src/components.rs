@@ -1,0 +1,108 @@
+//! Widgets shared by the pages.
+
+use crate::model::Me;
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+/// A coloured badge for an archive status, with the outcome as its text.
+#[component]
+pub fn StatusBadge(status: String, outcome: String) -> impl IntoView {
+    let class = format!("badge badge-{status}");
+    view! { <span class=class title=status>{outcome}</span> }
+}
+
+/// A time shown in the viewer's zone once the page has hydrated, UTC on hover (and before).
+#[component]
+pub fn LocalTime(utc: String) -> impl IntoView {
+    let shown = RwSignal::new(utc_label(&utc));
+    #[cfg(feature = "hydrate")]
+    {
+        let utc = utc.clone();
+        Effect::new(move |_| {
+            let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&utc));
+            if !date.get_time().is_nan() {
+                let text: String = date
+                    .to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED)
+                    .into();
+                shown.set(text);
+            }
+        });
+    }
+    let title = utc_label(&utc);
+    view! { <time datetime=utc title=title>{move || shown.get()}</time> }
+}
+
+/// `2026-11-29T23:02:50.123+00:00` → `2026-11-29 23:02:50 UTC`.
+pub fn utc_label(rfc3339: &str) -> String {
+    let date_time = rfc3339.get(..19).unwrap_or(rfc3339).replace('T', " ");
+    format!("{date_time} UTC")
+}
+
+/// The top bar: navigation, the signed-in user, sign out.
+#[component]
+pub fn TopBar() -> impl IntoView {
+    let me = Resource::new(|| (), |_| crate::pages::login::current_user());
+    let logout = ServerAction::<crate::pages::login::Logout>::new();
+    // Set only in the browser, once the wasm bundle has hydrated the page (the tests wait for it).
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    view! {
+        <header class="topbar" data-hydrated=move || hydrated.get().to_string()>
+            <a class="brand" href="/">"hookbox"</a>
+            <nav aria-label="Main">
+                <A href="/" exact=true>"Overview"</A>
+                <A href="/events">"Events"</A>
+                <A href="/audit">"Audit"</A>
+            </nav>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match me.await {
+                        Ok(Some(Me { name, role })) => view! {
+                            <span class="who" data-testid="who">{name} " · " {role.as_str()}</span>
+                            <ActionForm action=logout attr:class="inline">
+                                <button type="submit" class="link">"Sign out"</button>
+                            </ActionForm>
+                        }.into_any(),
+                        _ => view! { <a class="who" href="/login">"Sign in"</a> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </header>
+    }
+}
+
+/// A failed load, said plainly; a lost session links to the sign-in page.
+#[component]
+pub fn ErrorNote(message: String) -> impl IntoView {
+    let signed_out = message.contains(crate::pages::SIGN_IN_REQUIRED);
+    view! {
+        <div class="error-note" role="alert">
+            {if signed_out {
+                view! { <p>"Your session has ended. " <a href="/login">"Sign in again"</a></p> }.into_any()
+            } else {
+                view! { <p>{message}</p> }.into_any()
+            }}
+        </div>
+    }
+}
+
+/// The message of a server function error, without the framework's prefix.
+pub fn error_text(error: &ServerFnError) -> String {
+    let text = error.to_string();
+    text.strip_prefix("error running server function: ")
+        .unwrap_or(&text)
+        .to_string()
+}
+
+/// Percent-encodes a query value or path segment.
+pub fn urlencode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,171 @@
+//! Data the dashboard's server functions send to the browser. Shared by both halves, so nothing
+//! here may depend on the server-only domain.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Role {
+    Viewer,
+    Operator,
+}
+
+impl Role {
+    pub fn parse(text: &str) -> Option<Role> {
+        match text {
+            "viewer" => Some(Role::Viewer),
+            "operator" => Some(Role::Operator),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+        }
+    }
+}
+
+/// The signed-in user, as the pages see them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Me {
+    pub name: String,
+    pub role: Role,
+}
+
+/// One archive row in a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRow {
+    pub id: i64,
+    pub source: String,
+    pub event_id: Option<String>,
+    pub object_id: Option<String>,
+    pub revision: Option<i64>,
+    pub event_type: Option<String>,
+    pub status: String,
+    pub outcome: String,
+    pub error_message: Option<String>,
+    /// RFC 3339, UTC.
+    pub received_at: String,
+    pub replay_of: Option<i64>,
+    pub replayed_by: Option<String>,
+}
+
+/// The filters of `/events`, as they stand in the URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventFilter {
+    pub status: Option<String>,
+    pub outcome: Option<String>,
+    pub source: Option<String>,
+    /// A date (`2026-11-29`) or an RFC 3339 time, inclusive.
+    pub from: Option<String>,
+    /// A date (the whole day counts) or an RFC 3339 time, exclusive.
+    pub to: Option<String>,
+    /// An event id or an object id.
+    pub q: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventPage {
+    pub rows: Vec<EventRow>,
+    /// Pass as `cursor` for the next (older) page.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventDetail {
+    pub event: EventRow,
+    /// Header name → value, credentials redacted.
+    pub headers: Vec<(String, String)>,
+    /// Pretty-printed when the body is JSON, else the raw text (lossy for non-UTF-8 bytes).
+    pub body: String,
+    pub body_is_json: bool,
+    /// Every delivery of the same event (retries, replays), oldest first.
+    pub related: Vec<EventRow>,
+    /// Whether the object has a history page.
+    pub has_object: bool,
+    pub can_replay: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Revision {
+    pub revision: i64,
+    pub event_id: String,
+    pub received_at: String,
+    pub current: bool,
+    /// It arrived when a greater revision was already current.
+    pub stale: bool,
+    /// Field-level changes from the previous (smaller) revision.
+    pub changes: Vec<FieldChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldChange {
+    /// A JSON pointer.
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectHistory {
+    pub source: String,
+    pub object_id: String,
+    pub current_revision: Option<i64>,
+    pub current_snapshot: Option<String>,
+    pub updated_at: Option<String>,
+    /// Greatest revision first.
+    pub revisions: Vec<Revision>,
+}
+
+/// What a replay would do (dry run) or did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayResult {
+    pub outcome: String,
+    pub status: String,
+    pub message: Option<String>,
+    /// The new archive row, when it was not a dry run.
+    pub archive_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkReplayResult {
+    pub matched: usize,
+    /// Outcome → how many.
+    pub breakdown: Vec<(String, usize)>,
+    pub replayed: bool,
+    /// The text to type to confirm, e.g. `replay 12`.
+    pub confirmation: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRow {
+    pub id: i64,
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub target: Option<String>,
+    pub outcome: String,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountRow {
+    pub label: String,
+    pub processed: i64,
+    pub skipped: i64,
+    pub failed: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overview {
+    pub sources_configured: usize,
+    /// Whether anything was ever delivered (the empty state says how to send something).
+    pub has_events: bool,
+    /// Per source over the last 24 hours and 7 days.
+    pub by_source_24h: Vec<CountRow>,
+    pub by_source_7d: Vec<CountRow>,
+    /// Per day over the last 7 days, oldest first (label = date).
+    pub by_day: Vec<CountRow>,
+    pub newest_failures: Vec<EventRow>,
+}

@@ -1,0 +1,77 @@
+//! `/audit`: sign-ins, failed sign-ins and replays: who, when, what, with what outcome.
+
+use crate::components::{ErrorNote, LocalTime, TopBar, error_text};
+use crate::model::AuditRow;
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+#[server(endpoint = "audit")]
+pub async fn audit_entries(
+    action: Option<String>,
+    actor: Option<String>,
+) -> Result<Vec<AuditRow>, ServerFnError> {
+    use crate::guard;
+    guard::require(crate::model::Role::Viewer).await?;
+    crate::archive::audit_entries(&guard::db()?, action.as_deref(), actor.as_deref())
+        .await
+        .map_err(|e| guard::unavailable(&e))
+}
+
+#[component]
+pub fn AuditPage() -> impl IntoView {
+    let query = use_query_map();
+    let filter = move || {
+        let q = query.read();
+        (
+            q.get("action").filter(|v| !v.is_empty()),
+            q.get("actor").filter(|v| !v.is_empty()),
+        )
+    };
+    let entries = Resource::new(filter, |(action, actor)| audit_entries(action, actor));
+    let selected =
+        move |option: &'static str| move || query.read().get("action").as_deref() == Some(option);
+    view! {
+        <TopBar/>
+        <main>
+            <h1>"Audit"</h1>
+            <form class="filters" method="GET" action="/audit" aria-label="Filter the audit log">
+                <label>"Action"
+                    <select name="action">
+                        <option value="">"any"</option>
+                        {["sign_in", "replay", "bulk_replay"].map(|a| view! { <option value=a selected=selected(a)>{a}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label>"Who" <input name="actor" type="text" prop:value=move || query.read().get("actor").unwrap_or_default()/></label>
+                <button type="submit">"Apply"</button>
+            </form>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match entries.await {
+                        Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                        Ok(rows) if rows.is_empty() => view! { <p class="muted">"Nothing recorded yet."</p> }.into_any(),
+                        Ok(rows) => view! {
+                            <table class="data" data-testid="audit-table">
+                                <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Action"</th><th scope="col">"Target"</th><th scope="col">"Outcome"</th><th scope="col">"Detail"</th></tr></thead>
+                                <tbody>
+                                    {rows.into_iter().map(|r| view! {
+                                        <tr data-testid="audit-row">
+                                            <td><LocalTime utc=r.at/></td>
+                                            <td>{r.actor}</td>
+                                            <td>{r.action.clone()}</td>
+                                            <td>{match (r.action.as_str(), r.target.clone()) {
+                                                ("replay", Some(id)) => view! { <a href=format!("/events/{id}")>"delivery " {id.clone()}</a> }.into_any(),
+                                                (_, target) => view! { <span>{target.unwrap_or_default()}</span> }.into_any(),
+                                            }}</td>
+                                            <td>{r.outcome}</td>
+                                            <td class="muted">{r.detail.unwrap_or_default()}</td>
+                                        </tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </main>
+    }
+}

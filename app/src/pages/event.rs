@@ -1,0 +1,221 @@
+//! `/events/{id}`: one delivery in full, the other deliveries of the same event, its object, and
+//! (operators) a guarded replay: a dry run first, then confirmation.
+
+use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar, error_text, urlencode};
+use crate::model::{EventDetail, ReplayResult};
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+#[server(endpoint = "event")]
+pub async fn get_event(id: i64) -> Result<EventDetail, ServerFnError> {
+    use crate::{archive, guard};
+    use http::StatusCode;
+    let user = guard::require(crate::model::Role::Viewer).await?;
+    let db = guard::db()?;
+    let Some(stored) = archive::stored_delivery(&db, id)
+        .await
+        .map_err(|e| guard::unavailable(&e))?
+    else {
+        guard::set_status(StatusCode::NOT_FOUND);
+        return Err(ServerFnError::new(format!("there is no delivery {id}")));
+    };
+    let headers = match serde_json::from_str::<serde_json::Value>(&stored.headers_json) {
+        Ok(serde_json::Value::Object(map)) => map
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    v.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string()),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let text = String::from_utf8_lossy(&stored.body).into_owned();
+    let body_is_json = crate::json::parse(&text).is_ok();
+    let body = if body_is_json {
+        archive::pretty(&text)
+    } else {
+        text
+    };
+    let related = match stored.row.event_id.as_deref() {
+        Some(event_id) => archive::deliveries_of(&db, &stored.row.source, event_id)
+            .await
+            .map_err(|e| guard::unavailable(&e))?,
+        None => Vec::new(),
+    };
+    Ok(EventDetail {
+        has_object: stored.row.object_id.is_some(),
+        event: stored.row,
+        headers,
+        body,
+        body_is_json,
+        related,
+        can_replay: user.role == crate::model::Role::Operator,
+    })
+}
+
+/// Replays a stored delivery; `confirm = false` is the dry run (rolled back, nothing written).
+#[server(endpoint = "replay")]
+pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, ServerFnError> {
+    use crate::ingest::replay::{ReplayError, replay};
+    use crate::{archive, guard};
+    use http::StatusCode;
+    let user = guard::require(crate::model::Role::Operator).await?;
+    let db = guard::db()?;
+    let config = guard::config()?;
+    let Some(stored) = archive::stored_delivery(&db, id)
+        .await
+        .map_err(|e| guard::unavailable(&e))?
+    else {
+        guard::set_status(StatusCode::NOT_FOUND);
+        return Err(ServerFnError::new(format!("there is no delivery {id}")));
+    };
+    let recorded = replay(&db, &config, &stored, &user.name, !confirm)
+        .await
+        .map_err(|e| match e {
+            ReplayError::Db(e) => guard::unavailable(&e),
+            other => guard::bad_request(other.to_string()),
+        })?;
+    if confirm {
+        tracing::info!(user = %user.name, replay_of = id, outcome = recorded.outcome.name(), "replayed");
+    }
+    Ok(ReplayResult {
+        outcome: recorded.outcome.name().to_string(),
+        status: recorded.outcome.status().to_string(),
+        message: recorded.outcome.error_message(),
+        archive_id: confirm.then_some(recorded.archive_id),
+    })
+}
+
+#[component]
+pub fn EventPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || {
+        params
+            .read()
+            .get("id")
+            .and_then(|id| id.parse::<i64>().ok())
+    };
+    let detail = Resource::new(id, |id| async move {
+        match id {
+            Some(id) => get_event(id).await,
+            None => Err(ServerFnError::new("not a delivery id")),
+        }
+    });
+    view! {
+        <TopBar/>
+        <main>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match detail.await {
+                        Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                        Ok(d) => view! { <EventBody d/> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </main>
+    }
+}
+
+#[component]
+fn EventBody(d: EventDetail) -> impl IntoView {
+    let e = d.event.clone();
+    let object_link = e
+        .object_id
+        .clone()
+        .filter(|_| d.has_object)
+        .map(|o| format!("/objects/{}/{}", urlencode(&e.source), urlencode(&o)));
+    let copied = RwSignal::new(false);
+    let copy = {
+        #[cfg(feature = "hydrate")]
+        let body = d.body.clone();
+        move |_| {
+            #[cfg(feature = "hydrate")]
+            {
+                if let Some(window) = web_sys::window() {
+                    let _ = window.navigator().clipboard().write_text(&body);
+                }
+            }
+            copied.set(true);
+        }
+    };
+    view! {
+        <h1>"Delivery " {e.id} " " <StatusBadge status=e.status.clone() outcome=e.outcome.clone()/></h1>
+        <section class="panel">
+            <dl class="fields">
+                <dt>"Source"</dt><dd>{e.source.clone()}</dd>
+                <dt>"Event id"</dt><dd class="mono">{e.event_id.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Object"</dt><dd class="mono">{match object_link.clone() {
+                    Some(href) => view! { <a href=href data-testid="object-link">{e.object_id.clone()}</a> }.into_any(),
+                    None => view! { <span>{e.object_id.clone().unwrap_or_else(|| "—".into())}</span> }.into_any(),
+                }}</dd>
+                <dt>"Revision"</dt><dd>{e.revision.map(|r| r.to_string()).unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Type"</dt><dd>{e.event_type.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Status"</dt><dd>{e.status.clone()}</dd>
+                <dt>"Outcome"</dt><dd>{e.outcome.clone()}</dd>
+                <dt>"Error"</dt><dd data-testid="error-message">{e.error_message.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Received"</dt><dd><LocalTime utc=e.received_at.clone()/></dd>
+                {e.replay_of.map(|original| view! {
+                    <dt>"Replay of"</dt><dd><a href=format!("/events/{original}")>"delivery " {original}</a> " by " {e.replayed_by.clone()}</dd>
+                })}
+            </dl>
+        </section>
+        {d.can_replay.then(|| view! { <ReplayPanel id=e.id/> })}
+        <section class="panel">
+            <h2>"Body " <span class="muted">{if d.body_is_json { "(JSON)" } else { "(raw)" }}</span></h2>
+            <button type="button" class="small" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
+            <pre class="body" data-testid="body"><code>{d.body.clone()}</code></pre>
+        </section>
+        <section class="panel">
+            <h2>"Headers"</h2>
+            <table class="data compact">
+                <tbody>
+                    {d.headers.into_iter().map(|(name, value)| view! { <tr><th scope="row" class="mono">{name}</th><td class="mono wrap">{value}</td></tr> }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+        <section class="panel">
+            <h2>"Deliveries of this event"</h2>
+            <ol class="related" data-testid="related">
+                {d.related.into_iter().map(|r| view! {
+                    <li>
+                        <a href=format!("/events/{}", r.id)>"delivery " {r.id}</a> " "
+                        <StatusBadge status=r.status.clone() outcome=r.outcome.clone()/> " "
+                        <LocalTime utc=r.received_at.clone()/>
+                        {r.replayed_by.clone().map(|by| view! { <span class="muted">" replayed by " {by}</span> })}
+                    </li>
+                }).collect_view()}
+            </ol>
+        </section>
+    }
+}
+
+#[component]
+fn ReplayPanel(id: i64) -> impl IntoView {
+    let run = Action::new(move |confirm: &bool| {
+        let confirm = *confirm;
+        async move { replay_event(id, confirm).await.map(|r| (confirm, r)) }
+    });
+    view! {
+        <section class="panel" aria-labelledby="replay-title">
+            <h2 id="replay-title">"Replay"</h2>
+            <p class="muted">"A replay runs this delivery through ingest again as a new archive row. A dry run shows what it would be and writes nothing."</p>
+            <button type="button" data-testid="dry-run" on:click=move |_| { run.dispatch(false); }>"Dry run"</button>
+            {move || run.value().get().map(|result| match result {
+                Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                Ok((false, r)) => view! {
+                    <p role="status" data-testid="dry-run-result">"Would be: " <strong>{r.outcome.clone()}</strong>
+                        {r.message.clone().map(|m| format!(" ({m})"))}</p>
+                    <button type="button" class="danger" data-testid="confirm-replay" on:click=move |_| { run.dispatch(true); }>"Replay now"</button>
+                }.into_any(),
+                Ok((true, r)) => view! {
+                    <p role="status" class="ok" data-testid="replay-result">"Replayed: " <strong>{r.outcome.clone()}</strong> " "
+                        {r.archive_id.map(|new_id| view! { <a href=format!("/events/{new_id}")>"new delivery " {new_id}</a> })}</p>
+                }.into_any(),
+            })}
+        </section>
+    }
+}

@@ -1,0 +1,315 @@
+//! `/events`: the archive, newest first, filtered through the URL, 50 rows a page by cursor, new
+//! deliveries appearing while "live" is on. Operators can bulk-replay the failed ones matching.
+
+use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar, error_text, urlencode};
+use crate::model::{BulkReplayResult, EventFilter, EventPage, Me, Role};
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+/// Bulk replay handles at most this many deliveries at once.
+pub const BULK_REPLAY_LIMIT: usize = 500;
+
+#[server(endpoint = "events")]
+pub async fn list_events(
+    status: Option<String>,
+    outcome: Option<String>,
+    source: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    q: Option<String>,
+    cursor: Option<String>,
+) -> Result<EventPage, ServerFnError> {
+    use crate::archive::{self, QueryError};
+    use crate::guard;
+    guard::require(Role::Viewer).await?;
+    let filter = EventFilter {
+        status,
+        outcome,
+        source,
+        from,
+        to,
+        q,
+    };
+    archive::list_events(&guard::db()?, &filter, cursor.as_deref())
+        .await
+        .map_err(|e| match e {
+            QueryError::BadFilter(reason) => guard::bad_request(reason),
+            QueryError::Db(e) => guard::unavailable(&e),
+        })
+}
+
+/// Dry-runs the replay of the failed deliveries matching the filter; with the typed
+/// confirmation (`replay N`), replays them.
+#[server(endpoint = "bulk_replay")]
+pub async fn bulk_replay(
+    status: Option<String>,
+    outcome: Option<String>,
+    source: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    q: Option<String>,
+    confirmation: Option<String>,
+) -> Result<BulkReplayResult, ServerFnError> {
+    use crate::archive::{self, QueryError};
+    use crate::guard;
+    use crate::ingest::replay::{ReplayError, replay_many};
+    let user = guard::require(Role::Operator).await?;
+    let _ = status; // bulk replay always takes the failed deliveries
+    let filter = EventFilter {
+        status: None,
+        outcome,
+        source,
+        from,
+        to,
+        q,
+    };
+    let db = guard::db()?;
+    let config = guard::config()?;
+    let ids = archive::failed_ids(&db, &filter, BULK_REPLAY_LIMIT)
+        .await
+        .map_err(|e| match e {
+            QueryError::BadFilter(reason) => guard::bad_request(reason),
+            QueryError::Db(e) => guard::unavailable(&e),
+        })?;
+    if ids.len() > BULK_REPLAY_LIMIT {
+        return Err(guard::bad_request(format!(
+            "more than {BULK_REPLAY_LIMIT} failed deliveries match; narrow the filter"
+        )));
+    }
+    let expected = format!("replay {}", ids.len());
+    let confirmed = match confirmation.as_deref().map(str::trim) {
+        None | Some("") => false,
+        Some(typed) if typed == expected => true,
+        Some(_) => {
+            return Err(guard::bad_request(format!(
+                "type \"{expected}\" to confirm"
+            )));
+        }
+    };
+    let map_err = |e: ReplayError| match e {
+        ReplayError::Db(e) => guard::unavailable(&e),
+        other => guard::bad_request(other.to_string()),
+    };
+    let outcomes = replay_many(&db, &config, &ids, &user.name, !confirmed)
+        .await
+        .map_err(map_err)?;
+    let mut breakdown: Vec<(String, usize)> = Vec::new();
+    for outcome in &outcomes {
+        match breakdown
+            .iter_mut()
+            .find(|(name, _)| name == outcome.name())
+        {
+            Some(entry) => entry.1 += 1,
+            None => breakdown.push((outcome.name().to_string(), 1)),
+        }
+    }
+    Ok(BulkReplayResult {
+        matched: ids.len(),
+        breakdown,
+        replayed: confirmed,
+        confirmation: expected,
+    })
+}
+
+fn param(query: &leptos_router::params::ParamsMap, key: &str) -> Option<String> {
+    query.get(key).filter(|v| !v.is_empty())
+}
+
+#[component]
+pub fn EventsPage() -> impl IntoView {
+    let query = use_query_map();
+    let filter = Memo::new(move |_| {
+        let q = query.read();
+        (
+            EventFilter {
+                status: param(&q, "status"),
+                outcome: param(&q, "outcome"),
+                source: param(&q, "source"),
+                from: param(&q, "from"),
+                to: param(&q, "to"),
+                q: param(&q, "q"),
+            },
+            param(&q, "cursor"),
+        )
+    });
+    let live = RwSignal::new(true);
+    let tick = RwSignal::new(0u64);
+    #[cfg(feature = "hydrate")]
+    {
+        if let Ok(handle) = set_interval_with_handle(
+            move || {
+                if live.get_untracked() && filter.with_untracked(|(_, cursor)| cursor.is_none()) {
+                    tick.update(|t| *t += 1);
+                }
+            },
+            std::time::Duration::from_secs(5),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    }
+    let page = Resource::new(
+        move || (filter.get(), tick.get()),
+        |((f, cursor), _)| list_events(f.status, f.outcome, f.source, f.from, f.to, f.q, cursor),
+    );
+    let me = Resource::new(|| (), |_| super::login::current_user());
+    let value = move |key: &'static str| move || query.read().get(key).unwrap_or_default();
+    let selected = move |key: &'static str, option: &'static str| {
+        move || query.read().get(key).as_deref() == Some(option)
+    };
+
+    view! {
+        <TopBar/>
+        <main>
+            <h1>"Events"</h1>
+            <form class="filters" method="GET" action="/events" aria-label="Filter events">
+                <label>"Status"
+                    <select name="status">
+                        <option value="">"any"</option>
+                        {["processed", "skipped", "failed"].map(|s| view! { <option value=s selected=selected("status", s)>{s}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label>"Outcome"
+                    <select name="outcome">
+                        <option value="">"any"</option>
+                        {["applied", "stale", "accepted", "duplicate", "reused_event_id", "reused_revision", "invalid"]
+                            .map(|s| view! { <option value=s selected=selected("outcome", s)>{s}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label>"Source" <input name="source" type="text" size="10" prop:value=value("source")/></label>
+                <label>"From" <input name="from" type="date" prop:value=value("from")/></label>
+                <label>"To" <input name="to" type="date" prop:value=value("to")/></label>
+                <label>"Event or object id" <input name="q" type="search" prop:value=value("q")/></label>
+                <button type="submit">"Apply"</button>
+                <a href="/events">"Clear"</a>
+            </form>
+            <p class="live">
+                <label>
+                    <input type="checkbox" prop:checked=move || live.get() on:change=move |ev| live.set(event_target_checked(&ev))/>
+                    " Live: show new deliveries as they arrive"
+                </label>
+            </p>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match page.await {
+                        Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                        Ok(page) => view! { <EventTable page query=query.get_untracked()/> }.into_any(),
+                    }
+                })}
+            </Transition>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let operator = matches!(me.await, Ok(Some(Me { role: Role::Operator, .. })));
+                    operator.then(|| view! { <BulkReplayPanel filter=filter.get_untracked().0/> })
+                })}
+            </Suspense>
+        </main>
+    }
+}
+
+#[component]
+fn EventTable(page: EventPage, query: leptos_router::params::ParamsMap) -> impl IntoView {
+    let next = page.next_cursor.map(|cursor| {
+        let mut parts: Vec<String> = ["status", "outcome", "source", "from", "to", "q"]
+            .iter()
+            .filter_map(|k| {
+                query
+                    .get(k)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| format!("{k}={}", urlencode(&v)))
+            })
+            .collect();
+        parts.push(format!("cursor={}", urlencode(&cursor)));
+        format!("/events?{}", parts.join("&"))
+    });
+    if page.rows.is_empty() {
+        return view! {
+            <section class="panel empty" data-testid="no-events">
+                <p>"No deliveries match. Change the filter, or send one with "<code>"hookbox send SOURCE FILE"</code>"."</p>
+            </section>
+        }
+        .into_any();
+    }
+    view! {
+        <div class="table-wrap">
+            <table class="data" data-testid="events-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"Received"</th>
+                        <th scope="col">"Outcome"</th>
+                        <th scope="col">"Source"</th>
+                        <th scope="col">"Event"</th>
+                        <th scope="col">"Object"</th>
+                        <th scope="col">"Rev."</th>
+                        <th scope="col">"Type"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {page.rows.into_iter().map(|e| view! {
+                        <tr data-testid="event-row">
+                            <td><a href=format!("/events/{}", e.id)><LocalTime utc=e.received_at.clone()/></a></td>
+                            <td><StatusBadge status=e.status.clone() outcome=e.outcome.clone()/></td>
+                            <td>{e.source.clone()}</td>
+                            <td class="mono"><a href=format!("/events/{}", e.id)>{e.event_id.clone().unwrap_or_else(|| "—".into())}</a></td>
+                            <td class="mono">{e.object_id.clone().map(|o| view! { <a href=format!("/objects/{}/{}", urlencode(&e.source), urlencode(&o))>{o.clone()}</a> })}</td>
+                            <td>{e.revision}</td>
+                            <td>{e.event_type.clone()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+        {next.map(|href| view! { <p><a href=href rel="next">"Older deliveries →"</a></p> })}
+    }
+    .into_any()
+}
+
+/// Bulk replay of the failed deliveries matching the filter: dry run, typed confirmation, replay.
+#[component]
+fn BulkReplayPanel(filter: EventFilter) -> impl IntoView {
+    let confirmation = RwSignal::new(String::new());
+    let run = {
+        let filter = filter.clone();
+        Action::new(move |confirm: &Option<String>| {
+            let f = filter.clone();
+            let confirm = confirm.clone();
+            async move { bulk_replay(f.status, f.outcome, f.source, f.from, f.to, f.q, confirm).await }
+        })
+    };
+    view! {
+        <section class="panel" aria-labelledby="bulk-title">
+            <h2 id="bulk-title">"Replay failed deliveries matching this filter"</h2>
+            <button type="button" data-testid="bulk-dry-run" on:click=move |_| { run.dispatch(None); }>"Dry run"</button>
+            {move || run.value().get().map(|result| match result {
+                Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                Ok(r) if r.replayed => view! {
+                    <p class="ok" role="status" data-testid="bulk-result">"Replayed " {r.matched} " deliveries: " {breakdown(&r)}</p>
+                }.into_any(),
+                Ok(r) => {
+                    let expected = r.confirmation.clone();
+                    view! {
+                        <p role="status" data-testid="bulk-dry-run-result">{r.matched} " failed deliveries match. Would be: " {breakdown(&r)}</p>
+                        {(r.matched > 0).then(|| view! {
+                            <label for="bulk-confirm">"Type " <code>{expected.clone()}</code> " to replay them"</label>
+                            <input id="bulk-confirm" type="text" autocomplete="off" prop:value=move || confirmation.get()
+                                on:input=move |ev| confirmation.set(event_target_value(&ev))/>
+                            <button type="button" class="danger" data-testid="bulk-confirm"
+                                disabled=move || confirmation.get().trim() != expected
+                                on:click=move |_| { run.dispatch(Some(confirmation.get_untracked())); }>"Replay"</button>
+                        })}
+                    }.into_any()
+                }
+            })}
+        </section>
+    }
+}
+
+fn breakdown(r: &BulkReplayResult) -> String {
+    if r.breakdown.is_empty() {
+        return "nothing".into();
+    }
+    r.breakdown
+        .iter()
+        .map(|(name, n)| format!("{name}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,28 @@
+//! One module per dashboard page, each with its server functions beside it.
+
+pub mod audit;
+pub mod event;
+pub mod events;
+pub mod login;
+pub mod object;
+pub mod overview;
+
+use leptos::prelude::*;
+
+/// The error text of a call without a session (the pages link to the sign-in page on it).
+pub const SIGN_IN_REQUIRED: &str = "sign in required";
+
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    crate::guard::set_status(http::StatusCode::NOT_FOUND);
+    view! {
+        <crate::components::TopBar/>
+        <main>
+            <section class="panel">
+                <h1>"Not found"</h1>
+                <p><a href="/">"Back to the overview"</a></p>
+            </section>
+        </main>
+    }
+}

@@ -1,0 +1,64 @@
+//! `hookbox user add|list|remove`: dashboard users, managed from the shell.
+
+use crate::serve::connect_and_migrate;
+use anyhow::{Context, bail};
+use app::auth;
+use app::model::Role;
+use std::io::BufRead;
+
+/// Reads the password from the first line of standard input.
+fn read_password() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("read the password from standard input")?;
+    let password = line.trim_end_matches(['\r', '\n']).to_string();
+    if password.is_empty() {
+        bail!(
+            "no password on standard input (e.g. `echo 'a long password' | hookbox user add NAME --role viewer`)"
+        );
+    }
+    Ok(password)
+}
+
+pub async fn add(name: &str, role: &str) -> anyhow::Result<()> {
+    let role = Role::parse(role).context("--role is viewer or operator")?;
+    let password = read_password()?;
+    let db = connect_and_migrate().await?;
+    auth::add_user(&db, name, &password, role)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let ended = auth::revoke_user_sessions(&db, name).await?;
+    println!(
+        "user {name} is a {}{}",
+        role.as_str(),
+        if ended > 0 {
+            format!("; {ended} sessions ended")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+pub async fn list() -> anyhow::Result<()> {
+    let db = connect_and_migrate().await?;
+    for (name, role, created_at) in auth::list_users(&db).await? {
+        println!(
+            "{name}\t{}\t{}",
+            role.as_str(),
+            created_at.format("%Y-%m-%d %H:%M UTC")
+        );
+    }
+    Ok(())
+}
+
+pub async fn remove(name: &str) -> anyhow::Result<()> {
+    let db = connect_and_migrate().await?;
+    if !auth::remove_user(&db, name).await? {
+        bail!("there is no user {name:?}");
+    }
+    println!("removed {name}");
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! `hookbox check-config`, run as the real binary: no database, every problem listed with its
+//! file, source and key, a non-zero exit on problems, and a summary that never shows a secret.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const STRIPE_SECRET: &str = "whsec_check-config-stripe-secret";
+const STRIPE_SECRET_OLD: &str = "whsec_check-config-stripe-previous";
+const SHOPIFY_SECRET: &str = "shpss_check-config-shopify-secret";
+const ORDERS_SECRET: &str = "check-config-orders-secret";
+
+/// Runs `hookbox check-config [file]` in `dir` with only these environment variables, and a
+/// database URL that nothing listens on: checking must not need one.
+fn check_config(dir: &Path, file: Option<&Path>, vars: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+    command
+        .arg("check-config")
+        .current_dir(dir)
+        .env_clear()
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .envs(vars.iter().copied());
+    if let Some(file) = file {
+        command.arg(file);
+    }
+    command.output().expect("hookbox runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_valid_file_is_summarised_without_its_secrets() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = dir.path().join("sources.toml");
+    std::fs::write(
+        &file,
+        r#"
+[[sources]]
+name = "payments"
+preset = "stripe"
+secrets_env = ["STRIPE_SECRET", "STRIPE_SECRET_OLD"]
+
+[[sources]]
+name = "shop"
+preset = "shopify"
+secrets_env = ["SHOPIFY_SECRET"]
+
+[[sources]]
+name = "orders"
+scheme = "hmac-sha256"
+secrets_env = ["ORDERS_SECRET"]
+"#,
+    )
+    .expect("write the config");
+    let vars = [
+        ("STRIPE_SECRET", STRIPE_SECRET),
+        ("STRIPE_SECRET_OLD", STRIPE_SECRET_OLD),
+        ("SHOPIFY_SECRET", SHOPIFY_SECRET),
+        ("ORDERS_SECRET", ORDERS_SECRET),
+    ];
+    let config_var = file.to_str().expect("a UTF-8 path");
+
+    let given = check_config(dir.path(), Some(&file), &vars);
+    let from_env = check_config(
+        dir.path(),
+        None,
+        &[vars.as_slice(), &[("HOOKBOX_CONFIG", config_var)]].concat(),
+    );
+
+    let expected = format!(
+        "{path}: valid, 3 sources (max_body_bytes 1048576, retention_days 90)
+source payments: preset stripe, scheme stripe, dedup, secrets from STRIPE_SECRET, STRIPE_SECRET_OLD, tolerance 300 s
+  event_id /id, object_id /data/object/id, event_type /type
+source shop: preset shopify, scheme shopify, dedup, secrets from SHOPIFY_SECRET
+  event_id [\"header:x-shopify-event-id\", \"header:x-shopify-webhook-id\"], object_id -, event_type header:x-shopify-topic
+source orders: scheme hmac-sha256, snapshot, secrets from ORDERS_SECRET, tolerance 300 s
+  event_id /event_id, object_id /object_id, revision /revision, snapshot /snapshot, event_type /type
+",
+        path = file.display()
+    );
+    for output in [&given, &from_env] {
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        assert_eq!(text(&output.stdout), expected);
+        for secret in [
+            STRIPE_SECRET,
+            STRIPE_SECRET_OLD,
+            SHOPIFY_SECRET,
+            ORDERS_SECRET,
+        ] {
+            assert!(!text(&output.stdout).contains(secret));
+            assert!(!text(&output.stderr).contains(secret));
+        }
+    }
+}
+
+#[test]
+fn every_problem_is_listed_with_file_source_and_key() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = dir.path().join("hookbox.toml");
+    std::fs::write(
+        &file,
+        r#"
+[server]
+max_body_bytes = 0
+
+[[sources]]
+name = "payments"
+preset = "stripe"
+secrets_env = ["STRIPE_SECRET", "STRIPE_SECRET_OLD"]
+
+[[sources]]
+name = "clerk"
+preset = "clerk"
+secrets_env = ["CLERK_SECRET"]
+event_id = []
+colour = "blue"
+"#,
+    )
+    .expect("write the config");
+    let bad_whsec = "whsec_!!not-base64-but-secret";
+
+    let output = check_config(
+        dir.path(),
+        None,
+        &[
+            ("STRIPE_SECRET", STRIPE_SECRET),
+            ("CLERK_SECRET", bad_whsec),
+        ],
+    );
+
+    let f = file.file_name().and_then(|n| n.to_str()).expect("name");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(text(&output.stdout), "", "no summary for an invalid file");
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "{f}: server.max_body_bytes: must be at least 1
+{f}: source payments: secrets_env: environment variable STRIPE_SECRET_OLD is unset or empty
+{f}: source clerk: colour: unknown key (known: name, preset, scheme, secrets_env, tolerance_secs, mode, event_id, object_id, revision, snapshot, event_type)
+{f}: source clerk: secrets_env: the secret in CLERK_SECRET: secret is not whsec_ followed by standard base64
+{f}: source clerk: event_id: must name at least one place
+hookbox: {f} has 5 problems
+"
+        )
+    );
+    assert!(!text(&output.stderr).contains("but-secret"));
+}
+
+#[test]
+fn without_a_file_there_is_nothing_to_check() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+
+    let none = check_config(dir.path(), None, &[]);
+    let missing = check_config(dir.path(), Some(Path::new("absent.toml")), &[]);
+
+    assert_eq!(none.status.code(), Some(1));
+    assert_eq!(
+        text(&none.stderr),
+        "hookbox: no config file to check: give FILE, set HOOKBOX_CONFIG or create ./hookbox.toml\n"
+    );
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing.stderr).starts_with("absent.toml: cannot be read: "),
+        "{}",
+        text(&missing.stderr)
+    );
+}

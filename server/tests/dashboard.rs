@@ -1,0 +1,465 @@
+//! The dashboard's server functions and page guard: roles, sessions, throttling, cross-site
+//! refusal, replay, and pages over a large archive.
+
+mod support;
+
+use app::auth;
+use app::model::Role;
+use reqwest::StatusCode;
+use support::*;
+
+const PASSWORD: &str = "a long enough password";
+
+async fn with_user(app: &TestApp, name: &str, role: Role) {
+    auth::add_user(&app.db, name, PASSWORD, role)
+        .await
+        .expect("add user");
+}
+
+/// Signs in through the login server function; returns the session cookie.
+async fn sign_in(
+    app: &TestApp,
+    name: &str,
+    password: &str,
+) -> Result<String, (StatusCode, String)> {
+    let response = app
+        .client
+        .post(app.url("/api/login"))
+        .header("Accept", "application/json")
+        .form(&[("name", name), ("password", password), ("next", "/events")])
+        .send()
+        .await
+        .expect("login answers");
+    let status = response.status();
+    let cookie = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("hookbox_session="))
+        .map(|v| v.split(';').next().unwrap_or_default().to_string());
+    let text = response.text().await.unwrap_or_default();
+    match cookie {
+        Some(cookie) if status.is_success() || status.is_redirection() => Ok(cookie),
+        _ => Err((status, text)),
+    }
+}
+
+/// Calls a server function with form arguments.
+async fn call(
+    app: &TestApp,
+    cookie: Option<&str>,
+    endpoint: &str,
+    args: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let mut request = app
+        .client
+        .post(app.url(&format!("/api/{endpoint}")))
+        .form(args);
+    if let Some(cookie) = cookie {
+        request = request.header("Cookie", cookie);
+    }
+    let response = request.send().await.expect("server function answers");
+    (response.status(), response.text().await.unwrap_or_default())
+}
+
+const READ_FUNCTIONS: &[(&str, &[(&str, &str)])] = &[
+    ("me", &[]),
+    ("overview", &[]),
+    ("events", &[]),
+    ("event", &[("id", "1")]),
+    ("object", &[("source", "shop"), ("object_id", "order-1")]),
+    ("audit", &[]),
+];
+const OPERATOR_FUNCTIONS: &[(&str, &[(&str, &str)])] = &[
+    ("replay", &[("id", "1"), ("confirm", "false")]),
+    ("bulk_replay", &[]),
+];
+
+#[tokio::test]
+async fn every_server_function_refuses_anonymous_callers_and_viewers_cannot_replay() {
+    let app = spawn_app(Backend::Postgres).await;
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    with_user(&app, "vera", Role::Viewer).await;
+    let viewer = sign_in(&app, "vera", PASSWORD)
+        .await
+        .expect("viewer signs in");
+
+    for (endpoint, args) in READ_FUNCTIONS.iter().chain(OPERATOR_FUNCTIONS) {
+        let (status, body) = call(&app, None, endpoint, args).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "anonymous {endpoint}: {body}"
+        );
+    }
+    for (endpoint, args) in READ_FUNCTIONS {
+        let (status, body) = call(&app, Some(&viewer), endpoint, args).await;
+        assert_eq!(status, StatusCode::OK, "viewer {endpoint}: {body}");
+    }
+    for (endpoint, args) in OPERATOR_FUNCTIONS {
+        let (status, body) = call(&app, Some(&viewer), endpoint, args).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "viewer {endpoint}: {body}");
+    }
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        1,
+        "nothing was replayed"
+    );
+}
+
+#[tokio::test]
+async fn anonymous_pages_redirect_to_the_sign_in_page() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+
+    let response = client
+        .get(app.url("/events?status=failed"))
+        .send()
+        .await
+        .expect("answer");
+
+    assert!(response.status().is_redirection());
+    assert_eq!(
+        response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok()),
+        Some("/login?next=%2Fevents%3Fstatus%3Dfailed")
+    );
+    let login = client.get(app.url("/login")).send().await.expect("answer");
+    assert_eq!(login.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn failed_sign_ins_are_throttled_per_user() {
+    let app = spawn_app(Backend::Postgres).await;
+    with_user(&app, "olga", Role::Operator).await;
+
+    for attempt in 0..auth::MAX_FAILURES_PER_USER {
+        let (status, _) = sign_in(&app, "olga", "wrong password")
+            .await
+            .expect_err("wrong password");
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {attempt}");
+    }
+    let (status, message) = sign_in(&app, "olga", PASSWORD)
+        .await
+        .expect_err("throttled even when right");
+
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(message.contains("Too many failed sign-ins"), "{message}");
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM audit_log WHERE action = 'sign_in' AND outcome = 'failed' AND actor = 'olga'").await,
+        auth::MAX_FAILURES_PER_USER
+    );
+}
+
+#[tokio::test]
+async fn sessions_expire_and_can_be_revoked() {
+    let app = spawn_app(Backend::Postgres).await;
+    with_user(&app, "vera", Role::Viewer).await;
+    let expiring = sign_in(&app, "vera", PASSWORD).await.expect("sign in");
+    let revoked = sign_in(&app, "vera", PASSWORD)
+        .await
+        .expect("sign in again");
+    assert_eq!(
+        call(&app, Some(&expiring), "me", &[]).await.0,
+        StatusCode::OK
+    );
+
+    sea_orm::ConnectionTrait::execute_unprepared(
+        &app.db.conn,
+        "UPDATE sessions SET expires_at = now() - interval '1 second' WHERE token_hash = (SELECT min(token_hash) FROM sessions)",
+    )
+    .await
+    .expect("expire one session");
+    let token = revoked.trim_start_matches("hookbox_session=");
+    auth::revoke_session(&app.db, token).await.expect("revoke");
+
+    let after: Vec<StatusCode> = futures::future::join_all(
+        [&expiring, &revoked].map(|cookie| async { call(&app, Some(cookie), "me", &[]).await.0 }),
+    )
+    .await;
+    assert!(after.contains(&StatusCode::UNAUTHORIZED), "{after:?}");
+    assert_eq!(
+        after
+            .iter()
+            .filter(|s| **s == StatusCode::UNAUTHORIZED)
+            .count(),
+        2,
+        "{after:?}"
+    );
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM sessions WHERE token_hash LIKE 'hookbox%'"
+        )
+        .await,
+        0,
+        "only hashes are stored"
+    );
+}
+
+#[tokio::test]
+async fn state_changing_calls_from_another_site_are_refused() {
+    let app = spawn_app(Backend::Sqlite).await;
+    with_user(&app, "olga", Role::Operator).await;
+    let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+
+    let cross = app
+        .client
+        .post(app.url("/api/replay"))
+        .header("Cookie", &cookie)
+        .header("Origin", "https://evil.example")
+        .form(&[("id", "1"), ("confirm", "true")])
+        .send()
+        .await
+        .expect("answer");
+    let fetch_site = app
+        .client
+        .post(app.url("/api/replay"))
+        .header("Cookie", &cookie)
+        .header("Sec-Fetch-Site", "cross-site")
+        .form(&[("id", "1"), ("confirm", "true")])
+        .send()
+        .await
+        .expect("answer");
+
+    assert_eq!(
+        (cross.status(), fetch_site.status()),
+        (StatusCode::FORBIDDEN, StatusCode::FORBIDDEN)
+    );
+}
+
+#[tokio::test]
+async fn a_replay_dry_run_writes_nothing_and_a_confirmed_replay_writes_one_archive_and_one_audit_row()
+ {
+    for backend in BOTH {
+        let app = spawn_app(backend).await;
+        app.send("shop", &event("e1", "order-1", 1, r#"{"a":1}"#))
+            .await;
+        let conflict = app
+            .send("shop", &event("e1-other", "order-1", 1, r#"{"a":1}"#))
+            .await;
+        assert_eq!(conflict.outcome(), "reused_revision");
+        let failed_id = scalar(
+            &app.db,
+            "SELECT id FROM webhook_events WHERE event_id = 'e1-other'",
+            vec![],
+        )
+        .await
+        .expect("archived");
+        with_user(&app, "olga", Role::Operator).await;
+        let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+        let id = failed_id.to_string();
+        let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
+        let audit_before = count(
+            &app.db,
+            "SELECT count(*) FROM audit_log WHERE action = 'replay'",
+        )
+        .await;
+
+        let (status, dry) = call(
+            &app,
+            Some(&cookie),
+            "replay",
+            &[("id", &id), ("confirm", "false")],
+        )
+        .await;
+
+        assert_eq!(status, StatusCode::OK, "{dry}");
+        assert!(dry.contains("\"outcome\":\"reused_revision\""), "{dry}");
+        assert!(dry.contains("\"archive_id\":null"), "{dry}");
+        assert_eq!(
+            count(&app.db, "SELECT count(*) FROM webhook_events").await,
+            archive_before,
+            "{backend:?}: dry run wrote nothing"
+        );
+        assert_eq!(
+            count(
+                &app.db,
+                "SELECT count(*) FROM audit_log WHERE action = 'replay'"
+            )
+            .await,
+            audit_before
+        );
+
+        let (status, done) = call(
+            &app,
+            Some(&cookie),
+            "replay",
+            &[("id", &id), ("confirm", "true")],
+        )
+        .await;
+
+        assert_eq!(status, StatusCode::OK, "{done}");
+        assert_eq!(
+            count(&app.db, "SELECT count(*) FROM webhook_events").await,
+            archive_before + 1,
+            "{backend:?}"
+        );
+        let replay_rows = texts(
+            &app.db,
+            "SELECT outcome, replayed_by FROM webhook_events WHERE replay_of = $1",
+            vec![failed_id.into()],
+        )
+        .await;
+        assert_eq!(
+            replay_rows,
+            vec![vec![Some("reused_revision".into()), Some("olga".into())]]
+        );
+        let audit = texts(
+            &app.db,
+            "SELECT actor, target, outcome FROM audit_log WHERE action = 'replay'",
+            vec![],
+        )
+        .await;
+        assert_eq!(
+            audit,
+            vec![vec![
+                Some("olga".into()),
+                Some(id.clone()),
+                Some("reused_revision".into())
+            ]]
+        );
+        assert_eq!(
+            count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
+            1,
+            "replay never bypasses the inbox"
+        );
+    }
+}
+
+#[tokio::test]
+async fn replaying_an_accepted_event_is_a_recorded_duplicate() {
+    let app = spawn_app(Backend::Postgres).await;
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    with_user(&app, "olga", Role::Operator).await;
+    let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+    let id = scalar(&app.db, "SELECT id FROM webhook_events", vec![])
+        .await
+        .expect("row")
+        .to_string();
+
+    let (_, body) = call(
+        &app,
+        Some(&cookie),
+        "replay",
+        &[("id", &id), ("confirm", "true")],
+    )
+    .await;
+
+    assert!(body.contains("\"outcome\":\"duplicate\""), "{body}");
+    assert_eq!(
+        archived(&app.db, "shop", "e1")
+            .await
+            .last()
+            .map(|(_, o)| o.as_str()),
+        Some("duplicate")
+    );
+}
+
+#[tokio::test]
+async fn bulk_replay_shows_the_dry_run_breakdown_and_needs_the_typed_count() {
+    let app = spawn_app(Backend::Postgres).await;
+    for i in 0..3 {
+        app.send(
+            "shop",
+            &format!(r#"{{"event_id":"bad-{i}","object_id":"o","revision":0,"snapshot":{{}}}}"#),
+        )
+        .await;
+    }
+    app.send("shop", &event("fine", "o", 1, "{}")).await;
+    with_user(&app, "olga", Role::Operator).await;
+    let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+
+    let (_, dry) = call(&app, Some(&cookie), "bulk_replay", &[]).await;
+    let (wrong_status, _) = call(
+        &app,
+        Some(&cookie),
+        "bulk_replay",
+        &[("confirmation", "replay 2")],
+    )
+    .await;
+    let before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
+    let (status, done) = call(
+        &app,
+        Some(&cookie),
+        "bulk_replay",
+        &[("confirmation", "replay 3")],
+    )
+    .await;
+
+    assert!(
+        dry.contains("\"matched\":3")
+            && dry.contains("[\"invalid\",3]")
+            && dry.contains("\"replayed\":false"),
+        "{dry}"
+    );
+    assert_eq!(wrong_status, StatusCode::BAD_REQUEST);
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert!(done.contains("\"replayed\":true"), "{done}");
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        before + 3
+    );
+    let audit = texts(
+        &app.db,
+        "SELECT target, detail FROM audit_log WHERE action = 'bulk_replay'",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        audit,
+        vec![vec![Some("3".into()), Some("invalid: 3".into())]]
+    );
+}
+
+#[tokio::test]
+async fn pages_render_over_100_000_archived_deliveries() {
+    let app = spawn_app(Backend::Postgres).await;
+    sea_orm::ConnectionTrait::execute_unprepared(
+        &app.db.conn,
+        "INSERT INTO webhook_events (source, event_id, object_id, revision, status, outcome, error_message, headers, body, received_at)
+         SELECT 'shop', 'seed-' || g, 'order-' || (g % 10000), 1 + g / 10000,
+                CASE WHEN g % 20 = 0 THEN 'failed' WHEN g % 5 = 0 THEN 'skipped' ELSE 'processed' END,
+                CASE WHEN g % 20 = 0 THEN 'invalid' WHEN g % 5 = 0 THEN 'duplicate' ELSE 'applied' END,
+                CASE WHEN g % 20 = 0 THEN 'revision (/revision) must be at least 1' END,
+                '{}'::jsonb, '\\x7b7d'::bytea, now() - (g || ' seconds')::interval
+         FROM generate_series(1, 100000) g;
+         ANALYZE webhook_events;",
+    )
+    .await
+    .expect("seed");
+    with_user(&app, "vera", Role::Viewer).await;
+    let cookie = sign_in(&app, "vera", PASSWORD).await.expect("sign in");
+
+    for path in [
+        "/events",
+        "/events?status=failed",
+        "/",
+        "/events?q=order-42",
+    ] {
+        let response = app
+            .client
+            .get(app.url(path))
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .expect("page");
+        let status = response.status();
+        let html = response.text().await.unwrap_or_default();
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert!(html.contains("seed-"), "{path} shows archived deliveries");
+    }
+    let (_, failed) = call(&app, Some(&cookie), "events", &[("status", "failed")]).await;
+    assert_eq!(
+        failed.matches("\"status\":\"failed\"").count(),
+        50,
+        "a full page of failed rows"
+    );
+    assert!(!failed.contains("\"status\":\"processed\""));
+}
