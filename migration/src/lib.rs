@@ -4,6 +4,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261129_000001_ingest_tables;
 mod m20261129_000002_operators;
+mod m20261130_000003_verify_runs;
 
 pub struct Migrator;
 
@@ -13,6 +14,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261129_000001_ingest_tables::Migration),
             Box::new(m20261129_000002_operators::Migration),
+            Box::new(m20261130_000003_verify_runs::Migration),
         ]
     }
 }

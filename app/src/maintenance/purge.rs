@@ -1,0 +1,99 @@
+//! Archive retention: archive rows (`webhook_events`) older than `retention_days` are deleted.
+//! The inbox and the projection are never purged (contract section 5.6).
+//!
+//! Deletion goes in small batches, each statement its own transaction, so no lock is held for
+//! long and ingest (which only inserts new archive rows) never waits on a purge.
+
+use crate::db::Db;
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, Statement};
+
+/// Rows per delete statement.
+pub const DEFAULT_BATCH: usize = 1000;
+
+/// When the server runs the purge: shortly after start, then daily.
+pub const FIRST_RUN_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+pub const INTERVAL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// Archive rows received before this time are purged.
+pub fn retention_cutoff(now: DateTime<Utc>, retention_days: u32) -> DateTime<Utc> {
+    now - Duration::days(i64::from(retention_days))
+}
+
+/// Deletes every archive row received before `older_than`, `batch` rows per statement, and
+/// returns how many were deleted. Rows that replayed a purged row keep their place; their
+/// `replay_of` becomes null (`ON DELETE SET NULL`).
+pub async fn purge_archive(
+    db: &Db,
+    older_than: DateTime<Utc>,
+    batch: usize,
+) -> Result<u64, DbErr> {
+    let batch = batch.max(1);
+    let mut total = 0;
+    loop {
+        let deleted = purge_batch(&db.conn, older_than, batch).await?;
+        total += deleted;
+        if deleted < batch as u64 {
+            return Ok(total);
+        }
+    }
+}
+
+/// Deletes at most `batch` of the oldest archive rows received before `older_than`.
+///
+/// On PostgreSQL, rows another purge (another hookbox process) has locked are skipped rather
+/// than waited for, so concurrent purges take disjoint batches.
+pub async fn purge_batch<C: ConnectionTrait>(
+    conn: &C,
+    older_than: DateTime<Utc>,
+    batch: usize,
+) -> Result<u64, DbErr> {
+    let backend = conn.get_database_backend();
+    let sql = match backend {
+        DatabaseBackend::Postgres => {
+            "DELETE FROM webhook_events WHERE id IN (
+                 SELECT id FROM webhook_events WHERE received_at < $1
+                 ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+        }
+        _ => {
+            "DELETE FROM webhook_events WHERE id IN (
+                 SELECT id FROM webhook_events WHERE received_at < $1
+                 ORDER BY received_at LIMIT $2)"
+        }
+    };
+    let limit = i64::try_from(batch).unwrap_or(i64::MAX);
+    let result = conn
+        .execute_raw(Statement::from_sql_and_values(
+            backend,
+            sql,
+            vec![older_than.into(), limit.into()],
+        ))
+        .await?;
+    Ok(result.rows_affected())
+}
+
+/// The server's retention task: a purge shortly after start, then one every 24 hours. Runs until
+/// the process ends; a failed purge is logged and tried again at the next run.
+pub async fn run_daily(db: Db, retention_days: u32) {
+    tokio::time::sleep(FIRST_RUN_AFTER).await;
+    let mut every_day = tokio::time::interval(INTERVAL);
+    loop {
+        every_day.tick().await;
+        let cutoff = retention_cutoff(Utc::now(), retention_days);
+        let started = std::time::Instant::now();
+        match purge_archive(&db, cutoff, DEFAULT_BATCH).await {
+            Ok(rows) => tracing::info!(
+                rows,
+                retention_days,
+                cutoff = %cutoff.to_rfc3339(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "archive retention: purged old archive rows"
+            ),
+            Err(error) => tracing::warn!(
+                %error,
+                retention_days,
+                "archive retention: purge failed; retrying at the next run"
+            ),
+        }
+    }
+}
