@@ -579,6 +579,7 @@ pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, Db
     .into_iter()
     .take(10)
     .collect();
+    let last_verify = crate::maintenance::verify::last_run(db).await?;
     Ok(Overview {
         sources_configured,
         has_events,
@@ -586,6 +587,7 @@ pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, Db
         by_source_7d,
         by_day,
         newest_failures,
+        last_verify,
     })
 }
 

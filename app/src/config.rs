@@ -22,6 +22,7 @@ const SOURCE_KEYS: &[&str] = &[
     "scheme",
     "secrets_env",
     "tolerance_secs",
+    "rate_limit_per_sec",
     "mode",
     "event_id",
     "object_id",
@@ -65,6 +66,9 @@ pub struct Source {
     /// The first key signs in `hookbox send`; any key verifies.
     pub keys: Vec<SecretKey>,
     pub tolerance_secs: u64,
+    /// Deliveries a second this process accepts for the source (a burst of as many); beyond
+    /// that, 429 with `Retry-After`. None: unlimited.
+    pub rate_limit_per_sec: Option<u32>,
     pub mapping: Mapping,
 }
 
@@ -287,6 +291,7 @@ fn read_source(
     let tolerance_secs = keys
         .number("tolerance_secs", 0)
         .unwrap_or(DEFAULT_TOLERANCE_SECS);
+    let rate_limit_per_sec = keys.number("rate_limit_per_sec", 1);
 
     let mode = match keys.string("mode").as_deref() {
         Some("snapshot") => Mode::Snapshot,
@@ -311,6 +316,7 @@ fn read_source(
             secrets_env,
             keys: secret_keys,
             tolerance_secs,
+            rate_limit_per_sec,
             mapping,
         }),
         _ => None,

@@ -25,6 +25,8 @@ pub mod ingest;
 #[cfg(feature = "ssr")]
 pub mod json;
 #[cfg(feature = "ssr")]
+pub mod maintenance;
+#[cfg(feature = "ssr")]
 pub mod providers;
 #[cfg(feature = "ssr")]
 pub mod schemes;

@@ -168,4 +168,17 @@ pub struct Overview {
     /// Per day over the last 7 days, oldest first (label = date).
     pub by_day: Vec<CountRow>,
     pub newest_failures: Vec<EventRow>,
+    /// The newest `hookbox verify` run, if there was one.
+    pub last_verify: Option<VerifyRun>,
+}
+
+/// One recorded run of `hookbox verify`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyRun {
+    /// RFC 3339, UTC.
+    pub ran_at: String,
+    pub drift_count: i64,
+    /// How many of the drifts `--repair` fixed.
+    pub repaired: i64,
+    pub summary: String,
 }

@@ -37,6 +37,22 @@ pub async fn receive(
         );
     };
 
+    if let Some(per_sec) = source.rate_limit_per_sec
+        && let Err(wait) = state.limiter.take(&source.name, per_sec)
+    {
+        metrics::counter!("hookbox_rate_limited_total", "source" => source.name.clone())
+            .increment(1);
+        let mut response = answer(
+            StatusCode::TOO_MANY_REQUESTS,
+            json!({"status": "rate_limited", "reason": format!("more than {per_sec} deliveries a second for this source")}),
+        );
+        let retry_after = wait.as_secs().max(1);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        return response;
+    }
+
     let limit = state.config.server.max_body_bytes;
     let too_large = || {
         answer(
@@ -70,6 +86,8 @@ pub async fn receive(
         now.timestamp(),
     ) {
         tracing::info!(source = %source.name, reason = %why, "authentication failed");
+        metrics::counter!("hookbox_auth_failures_total", "source" => source.name.clone())
+            .increment(1);
         return answer(StatusCode::UNAUTHORIZED, json!({"status": "unauthorized"}));
     }
     if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
@@ -86,6 +104,12 @@ pub async fn receive(
         replay_of: None,
         replayed_by: None,
     };
+    let request_id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-")
+        .to_string();
+    let started = std::time::Instant::now();
     let (recorded, event_id, status) = match parse_envelope(&source.mapping, &headers, &body) {
         Ok(envelope) => {
             let recorded =
@@ -102,11 +126,19 @@ pub async fn receive(
             )
         }
     };
+    metrics::histogram!("hookbox_ingest_transaction_duration_seconds", "source" => source.name.clone())
+        .record(started.elapsed().as_secs_f64());
     match recorded {
         Ok(Recorded {
             archive_id,
             outcome,
         }) => {
+            metrics::counter!(
+                "hookbox_deliveries_total",
+                "source" => source.name.clone(),
+                "outcome" => outcome.name()
+            )
+            .increment(1);
             tracing::info!(
                 source = %source.name,
                 event_id = event_id.as_deref().unwrap_or("-"),
@@ -118,7 +150,9 @@ pub async fn receive(
         }
         Err(e) => {
             tracing::error!(source = %source.name, error = %e, "delivery not recorded: database unavailable");
-            unavailable()
+            metrics::counter!("hookbox_deliveries_total", "source" => source.name.clone(), "outcome" => "unavailable")
+                .increment(1);
+            unavailable(&request_id)
         }
     }
 }
@@ -175,10 +209,11 @@ fn outcome_answer(
 }
 
 /// 503 with `Retry-After`: the sender keeps the delivery and tries again.
-pub fn unavailable() -> Response {
+/// The request id finds the logged cause.
+pub fn unavailable(request_id: &str) -> Response {
     let mut response = answer(
         StatusCode::SERVICE_UNAVAILABLE,
-        json!({"status": "unavailable"}),
+        json!({"status": "unavailable", "request_id": request_id}),
     );
     response
         .headers_mut()

@@ -2,6 +2,9 @@
 
 pub mod check_config;
 pub mod hooks;
+pub mod maintenance;
+pub mod metrics;
+pub mod rate_limit;
 pub mod routes;
 pub mod send;
 pub mod serve;
@@ -16,4 +19,17 @@ use std::sync::Arc;
 pub struct AppState {
     pub db: Db,
     pub config: Arc<Config>,
+    pub limiter: Arc<rate_limit::RateLimiter>,
+    pub metrics: metrics_exporter_prometheus::PrometheusHandle,
+}
+
+impl AppState {
+    pub fn new(db: Db, config: Arc<Config>) -> AppState {
+        AppState {
+            db,
+            config,
+            limiter: Arc::default(),
+            metrics: metrics::install(),
+        }
+    }
 }

@@ -43,6 +43,14 @@ enum Command {
     /// Manage dashboard users.
     #[command(subcommand)]
     User(UserCommand),
+    /// Delete archive rows older than server.retention_days now (the server does it daily).
+    Purge,
+    /// Check that the projection, the inbox and the archive agree; exit 1 while drift remains.
+    Verify {
+        /// Re-derive drifted projection rows from the inbox.
+        #[arg(long)]
+        repair: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -112,6 +120,8 @@ async fn main() -> ExitCode {
             UserCommand::List => server::users::list().await,
             UserCommand::Remove { name } => server::users::remove(&name).await,
         },
+        Command::Purge => server::maintenance::purge().await,
+        Command::Verify { repair } => server::maintenance::verify(repair).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

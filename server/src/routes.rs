@@ -1,18 +1,25 @@
 //! The router: the webhook endpoint, then the Leptos dashboard behind sign-in.
 
-use crate::{AppState, hooks};
+use crate::{AppState, hooks, metrics};
 use app::auth;
 use app::guard::ClientAddress;
 use app::{App, shell};
 use axum::Router;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use leptos::prelude::LeptosOptions;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::net::SocketAddr;
+use std::time::Duration;
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
+use tower_http::timeout::RequestBodyTimeoutLayer;
+use tower_http::trace::TraceLayer;
 
 pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
     let webhooks = Router::new()
@@ -21,6 +28,9 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
         .layer(DefaultBodyLimit::disable())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
+        .route("/metrics", get(metrics::render))
+        // A sender that trickles its body cannot hold a connection forever.
+        .layer(RequestBodyTimeoutLayer::new(BODY_READ_TIMEOUT))
         .with_state(state.clone());
 
     let routes = generate_route_list(App);
@@ -49,7 +59,32 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
         ))
         .layer(axum::Extension(state));
 
-    webhooks.merge(dashboard)
+    let request_id = HeaderName::from_static("x-request-id");
+    webhooks
+        .merge(dashboard)
+        .route_layer(middleware::from_fn(metrics::time_requests))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+            tracing::info_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path())
+        }))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(SetRequestIdLayer::new(request_id, RandomRequestId))
+}
+
+/// How long a request body may take to arrive.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A random id for every request (kept when a proxy already set `x-request-id`): on every log
+/// line of the request, in its response headers and in every 5xx body.
+#[derive(Clone, Copy)]
+struct RandomRequestId;
+
+impl MakeRequestId for RandomRequestId {
+    fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<RequestId> {
+        HeaderValue::from_str(&format!("{:016x}", rand::random::<u64>()))
+            .ok()
+            .map(RequestId::new)
+    }
 }
 
 /// `GET /readyz`: 200 when the database answers, else 503.

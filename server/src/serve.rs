@@ -58,12 +58,14 @@ pub async fn run() -> anyhow::Result<()> {
         ),
     }
     tracing::info!(%addr, backend = ?db.backend(), "hookbox listening");
+    // Archive retention: shortly after start, then daily; it ends with the process.
+    tokio::spawn(app::maintenance::purge::run_daily(
+        db.clone(),
+        config.server.retention_days,
+    ));
     serve(
         listener,
-        AppState {
-            db,
-            config: Arc::new(config),
-        },
+        AppState::new(db, Arc::new(config)),
         shutdown_signal(),
     )
     .await
@@ -78,16 +80,43 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     let db = state.db.clone();
     let app = routes::router(state, leptos_options(addr));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("serve")?;
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stopping.send(true);
+    });
+    let stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stop.wait_for(|stopping| *stopping).await;
+    };
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(stopped(stop.clone()));
+    let grace = shutdown_grace();
+    let grace_over = async {
+        stopped(stop).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = server => served.context("serve")?,
+        () = grace_over => tracing::warn!(?grace, "grace period over: stopping with requests in flight (their transactions roll back)"),
+    }
     db.conn
         .close_by_ref()
         .await
         .context("close the database pool")?;
     tracing::info!("hookbox stopped");
     Ok(())
+}
+
+/// How long requests in flight may take to finish after SIGTERM: `HOOKBOX_SHUTDOWN_GRACE_SECS`,
+/// else 30 seconds.
+pub fn shutdown_grace() -> std::time::Duration {
+    let secs = std::env::var("HOOKBOX_SHUTDOWN_GRACE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    std::time::Duration::from_secs(secs.unwrap_or(30))
 }
 
 /// With no user at all, creates the operator `admin` (password from `HOOKBOX_ADMIN_PASSWORD`, or a

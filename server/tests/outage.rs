@@ -64,8 +64,28 @@ async fn an_unreachable_database_is_503_and_hookbox_recovers_by_itself() {
     let waited = started.elapsed();
 
     assert_eq!(
-        (during.status, &during.body),
-        (503, &serde_json::json!({"status":"unavailable"}))
+        (during.status, during.body["status"].as_str()),
+        (503, Some("unavailable"))
+    );
+    let request_id = during
+        .headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a request id");
+    assert_eq!(
+        during.body["request_id"], request_id,
+        "the 5xx body names the request id of the logs"
+    );
+    let ready = app
+        .client
+        .get(app.url("/readyz"))
+        .send()
+        .await
+        .expect("readyz answers");
+    assert_eq!(
+        ready.status().as_u16(),
+        503,
+        "/readyz says the database is gone"
     );
     assert_eq!(
         during
@@ -83,6 +103,13 @@ async fn an_unreachable_database_is_503_and_hookbox_recovers_by_itself() {
     let after = app.send("shop", &event("during", "order-1", 2, "{}")).await;
 
     assert_eq!(after.outcome(), "applied", "{:?}", after.body);
+    let ready = app
+        .client
+        .get(app.url("/readyz"))
+        .send()
+        .await
+        .expect("readyz answers");
+    assert_eq!(ready.status().as_u16(), 200);
     assert_eq!(current_revision(&db, "shop", "order-1").await, Some(2));
     assert!(
         archived(&db, "shop", "during").await.len() == 1,

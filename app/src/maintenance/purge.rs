@@ -23,11 +23,7 @@ pub fn retention_cutoff(now: DateTime<Utc>, retention_days: u32) -> DateTime<Utc
 /// Deletes every archive row received before `older_than`, `batch` rows per statement, and
 /// returns how many were deleted. Rows that replayed a purged row keep their place; their
 /// `replay_of` becomes null (`ON DELETE SET NULL`).
-pub async fn purge_archive(
-    db: &Db,
-    older_than: DateTime<Utc>,
-    batch: usize,
-) -> Result<u64, DbErr> {
+pub async fn purge_archive(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Result<u64, DbErr> {
     let batch = batch.max(1);
     let mut total = 0;
     loop {

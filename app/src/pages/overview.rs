@@ -1,8 +1,8 @@
 //! `/`: deliveries by status and source over the last 24 hours and 7 days, a chart of the last
-//! seven days, the newest failures, and the search box.
+//! seven days, the newest failures, the last invariant check, and the search box.
 
 use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar, error_text};
-use crate::model::{CountRow, Overview};
+use crate::model::{CountRow, Overview, VerifyRun};
 use leptos::prelude::*;
 
 #[server(endpoint = "overview")]
@@ -165,6 +165,35 @@ fn OverviewBody(o: Overview) -> impl IntoView {
                     <p><a href="/events?status=failed">"All failed deliveries"</a></p>
                 }.into_any()
             }}
+        </section>
+        <InvariantCheck run=o.last_verify/>
+    }
+}
+
+/// When `hookbox verify` last ran and what it found.
+#[component]
+fn InvariantCheck(run: Option<VerifyRun>) -> impl IntoView {
+    let body = match run {
+        None => view! {
+            <p>"Last invariant check: never run: " <code>"hookbox verify"</code></p>
+        }
+        .into_any(),
+        Some(run) => {
+            let plural =
+                |n: i64, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+            let found = plural(run.drift_count, "drift");
+            let repaired = (run.repaired > 0).then(|| format!(", {} repaired", run.repaired));
+            view! {
+                <p>"Last invariant check: " <LocalTime utc=run.ran_at/> ", " {found} {repaired}</p>
+                <p class="muted">{run.summary}</p>
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <section class="panel" data-testid="invariant-check">
+            <h2>"Invariants"</h2>
+            {body}
         </section>
     }
 }

@@ -41,6 +41,12 @@ mode = "dedup"
 event_id = "header:X-Delivery-Id"
 object_id = "/repository/id"
 event_type = "header:X-Event"
+
+[[sources]]
+name = "limited"
+scheme = "hmac-sha256"
+secrets_env = ["SHOP_SECRET"]
+rate_limit_per_sec = 2
 "#;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,10 +151,7 @@ pub async fn spawn_app_on(db: Db) -> TestApp {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let state = server::AppState {
-        db: db.clone(),
-        config: Arc::new(test_config()),
-    };
+    let state = server::AppState::new(db.clone(), Arc::new(test_config()));
     tokio::spawn(async move {
         server::serve::serve(listener, state, async {
             stopped.await.ok();
@@ -342,10 +345,7 @@ pub async fn spawn_app_with(backend: Backend, config: Config) -> TestApp {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let state = server::AppState {
-        db: test_db.db.clone(),
-        config: Arc::new(config),
-    };
+    let state = server::AppState::new(test_db.db.clone(), Arc::new(config));
     tokio::spawn(async move {
         server::serve::serve(listener, state, async {
             stopped.await.ok();
