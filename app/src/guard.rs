@@ -98,3 +98,26 @@ pub fn bad_request(reason: impl Into<String>) -> ServerFnError {
     set_status(StatusCode::BAD_REQUEST);
     ServerFnError::new(reason.into())
 }
+
+/// A stored delivery, or 404 naming the id.
+pub async fn stored_delivery(
+    db: &Db,
+    id: i64,
+) -> Result<crate::archive::StoredDelivery, ServerFnError> {
+    match crate::archive::stored_delivery(db, id).await {
+        Ok(Some(stored)) => Ok(stored),
+        Ok(None) => {
+            set_status(StatusCode::NOT_FOUND);
+            Err(ServerFnError::new(format!("there is no delivery {id}")))
+        }
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
+/// A filter the user can correct is a 400; a database failure a 503.
+pub fn query_failed(error: crate::archive::QueryError) -> ServerFnError {
+    match error {
+        crate::archive::QueryError::BadFilter(reason) => bad_request(reason),
+        crate::archive::QueryError::Db(e) => unavailable(&e),
+    }
+}

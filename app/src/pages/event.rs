@@ -9,16 +9,9 @@ use leptos_router::hooks::use_params_map;
 #[server(endpoint = "event")]
 pub async fn get_event(id: i64) -> Result<EventDetail, ServerFnError> {
     use crate::{archive, guard};
-    use http::StatusCode;
     let user = guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
-    let Some(stored) = archive::stored_delivery(&db, id)
-        .await
-        .map_err(|e| guard::unavailable(&e))?
-    else {
-        guard::set_status(StatusCode::NOT_FOUND);
-        return Err(ServerFnError::new(format!("there is no delivery {id}")));
-    };
+    let stored = guard::stored_delivery(&db, id).await?;
     let headers = match serde_json::from_str::<serde_json::Value>(&stored.headers_json) {
         Ok(serde_json::Value::Object(map)) => map
             .into_iter()
@@ -60,19 +53,12 @@ pub async fn get_event(id: i64) -> Result<EventDetail, ServerFnError> {
 /// Replays a stored delivery; `confirm = false` is the dry run (rolled back, nothing written).
 #[server(endpoint = "replay")]
 pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, ServerFnError> {
+    use crate::guard;
     use crate::ingest::replay::{ReplayError, replay};
-    use crate::{archive, guard};
-    use http::StatusCode;
     let user = guard::require(crate::model::Role::Operator).await?;
     let db = guard::db()?;
     let config = guard::config()?;
-    let Some(stored) = archive::stored_delivery(&db, id)
-        .await
-        .map_err(|e| guard::unavailable(&e))?
-    else {
-        guard::set_status(StatusCode::NOT_FOUND);
-        return Err(ServerFnError::new(format!("there is no delivery {id}")));
-    };
+    let stored = guard::stored_delivery(&db, id).await?;
     let recorded = replay(&db, &config, &stored, &user.name, !confirm)
         .await
         .map_err(|e| match e {

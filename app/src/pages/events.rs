@@ -19,7 +19,7 @@ pub async fn list_events(
     q: Option<String>,
     cursor: Option<String>,
 ) -> Result<EventPage, ServerFnError> {
-    use crate::archive::{self, QueryError};
+    use crate::archive;
     use crate::guard;
     guard::require(Role::Viewer).await?;
     let filter = EventFilter {
@@ -32,10 +32,7 @@ pub async fn list_events(
     };
     archive::list_events(&guard::db()?, &filter, cursor.as_deref())
         .await
-        .map_err(|e| match e {
-            QueryError::BadFilter(reason) => guard::bad_request(reason),
-            QueryError::Db(e) => guard::unavailable(&e),
-        })
+        .map_err(guard::query_failed)
 }
 
 /// Dry-runs the replay of the failed deliveries matching the filter; with the typed
@@ -50,7 +47,7 @@ pub async fn bulk_replay(
     q: Option<String>,
     confirmation: Option<String>,
 ) -> Result<BulkReplayResult, ServerFnError> {
-    use crate::archive::{self, QueryError};
+    use crate::archive;
     use crate::guard;
     use crate::ingest::replay::{ReplayError, replay_many};
     let user = guard::require(Role::Operator).await?;
@@ -67,10 +64,7 @@ pub async fn bulk_replay(
     let config = guard::config()?;
     let ids = archive::failed_ids(&db, &filter, BULK_REPLAY_LIMIT)
         .await
-        .map_err(|e| match e {
-            QueryError::BadFilter(reason) => guard::bad_request(reason),
-            QueryError::Db(e) => guard::unavailable(&e),
-        })?;
+        .map_err(guard::query_failed)?;
     if ids.len() > BULK_REPLAY_LIMIT {
         return Err(guard::bad_request(format!(
             "more than {BULK_REPLAY_LIMIT} failed deliveries match; narrow the filter"
