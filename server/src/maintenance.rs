@@ -41,7 +41,11 @@ pub async fn verify(repair: bool) -> anyhow::Result<()> {
     }
     println!("{}", report.summary());
     if report.remaining() > 0 {
-        bail!("{} drifts remain", report.remaining());
+        bail!(
+            "drift remains: {} found, {} repaired",
+            report.drifts.len(),
+            report.repaired
+        );
     }
     Ok(())
 }

@@ -596,3 +596,120 @@ async fn measure_a_batched_purge_of_half_a_million_rows_under_ingest() {
         500_000
     );
 }
+
+/// Signs in a new viewer; returns the session cookie.
+async fn viewer_cookie(app: &TestApp) -> String {
+    let password = "a long enough password";
+    app::auth::add_user(&app.db, "vera", password, app::model::Role::Viewer)
+        .await
+        .expect("add user");
+    let login = app
+        .client
+        .post(app.url("/api/login"))
+        .header("Accept", "application/json")
+        .form(&[("name", "vera"), ("password", password), ("next", "/")])
+        .send()
+        .await
+        .expect("login answers");
+    login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("hookbox_session="))
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_string()
+}
+
+/// The overview page as a signed-in viewer sees it.
+async fn overview_html(app: &TestApp, cookie: &str) -> String {
+    let page = app
+        .client
+        .get(app.url("/"))
+        .header("Cookie", cookie)
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(page.status(), reqwest::StatusCode::OK);
+    page.text().await.expect("html")
+}
+
+#[tokio::test]
+async fn the_overview_shows_the_last_invariant_check() {
+    let app = spawn_app(Backend::Postgres).await;
+    deliver(&app.db, &event("e1", "X", 1, "{}"), Utc::now(), None).await;
+    let cookie = viewer_cookie(&app).await;
+    let before = overview_html(&app, &cookie).await;
+    assert!(before.contains("data-testid=\"invariant-check\""));
+    assert!(before.contains("never run"), "{before}");
+
+    execute(&app.db, "DELETE FROM object_state WHERE object_id = 'X'").await;
+    let report = verify(&app.db, cutoff(), false).await.expect("verify");
+    assert_eq!(report.remaining(), 1);
+    let after = overview_html(&app, &cookie).await;
+
+    assert!(!after.contains("never run"));
+    assert!(after.contains("1 drift"), "{after}");
+    assert!(
+        after.contains("objects missing from object_state: 1; repaired: 0"),
+        "{after}"
+    );
+}
+
+/// Runs `hookbox ARGS` on a database; returns (exit code, standard output, standard error).
+fn hookbox(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(args)
+        .env("DATABASE_URL", url)
+        .env_remove("HOOKBOX_CONFIG")
+        .current_dir(tempfile::tempdir().expect("temporary folder").path())
+        .output()
+        .expect("run hookbox");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_purge_and_verify_commands_print_what_they_did_and_exit_1_on_drift() {
+    let test_db = test_db(Backend::Postgres).await;
+    let db = &test_db.db;
+    let long_ago = Utc::now() - Duration::days(100);
+    deliver(db, &event("old", "X", 1, "{}"), long_ago, None).await;
+    deliver(db, &event("new", "X", 2, r#"{"v":2}"#), Utc::now(), None).await;
+
+    let (code, out, _) = hookbox(&test_db.url, &["purge"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.starts_with("purged 1 archive rows received before "),
+        "{out}"
+    );
+    assert!(out.contains("(retention_days = 90)"), "{out}");
+
+    execute(
+        db,
+        "UPDATE object_state SET revision = 9 WHERE object_id = 'X'",
+    )
+    .await;
+    let (code, out, err) = hookbox(&test_db.url, &["verify"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        out.contains(
+            "object shop/X: object_state is at revision 9, the greatest inbox revision is 2"
+        ),
+        "{out}"
+    );
+    assert!(err.contains("drift remains: 1 found, 0 repaired"), "{err}");
+    assert_eq!(current_revision(db, "shop", "X").await, Some(9));
+
+    let (code, out, err) = hookbox(&test_db.url, &["verify", "--repair"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("[repaired]"), "{out}");
+    assert_eq!(projection(db, "X").await, Some((2, r#"{"v":2}"#.into())));
+    let (code, out, _) = hookbox(&test_db.url, &["verify"]);
+    assert_eq!((code, out.trim()), (Some(0), "no drift"));
+    assert_eq!(count(db, "SELECT count(*) FROM verify_runs").await, 3);
+}

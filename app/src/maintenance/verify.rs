@@ -66,7 +66,7 @@ impl Drift {
 
     fn kind(&self) -> &'static str {
         match self {
-            Drift::ProjectionDiffers { .. } => "projection rows differ from the inbox",
+            Drift::ProjectionDiffers { .. } => "projection rows differing from the inbox",
             Drift::ProjectionMissing { .. } => "objects missing from object_state",
             Drift::ProjectionWithoutInbox { .. } => "projection rows without inbox revisions",
             Drift::ArchiveMissing { .. } => "inbox rows without an archive row",
@@ -145,7 +145,8 @@ impl Report {
         self.drifts.len() - self.repaired
     }
 
-    /// One line for `verify_runs.summary` and the dashboard: how many drifts of each kind.
+    /// One line for `verify_runs.summary` and the dashboard: how many drifts of each kind, e.g.
+    /// `objects missing from object_state: 1; repaired: 0`.
     pub fn summary(&self) -> String {
         if self.drifts.is_empty() {
             return "no drift".into();
@@ -159,10 +160,10 @@ impl Report {
         }
         let found = kinds
             .iter()
-            .map(|(kind, n)| format!("{n} {kind}"))
+            .map(|(kind, n)| format!("{kind}: {n}"))
             .collect::<Vec<_>>()
-            .join(", ");
-        format!("{found}; {} repaired", self.repaired)
+            .join("; ");
+        format!("{found}; repaired: {}", self.repaired)
     }
 }
 
