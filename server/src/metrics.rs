@@ -3,8 +3,8 @@
 //! Metric names: `hookbox_deliveries_total{source,outcome}`, `hookbox_auth_failures_total{source}`,
 //! `hookbox_rate_limited_total{source}`, `hookbox_http_request_duration_seconds{method,route,status}`,
 //! `hookbox_ingest_transaction_duration_seconds{source}`, `hookbox_db_pool_connections{state}`
-//! (in_use, idle, max), `hookbox_db_pool_waiting`, `hookbox_purge_runs_total`,
-//! `hookbox_purge_deleted_rows_total`.
+//! (in_use, idle, max), `hookbox_purge_runs_total{outcome}`, `hookbox_purge_deleted_rows_total`
+//! (the daily retention run).
 
 use crate::AppState;
 use axum::extract::{MatchedPath, Request, State};

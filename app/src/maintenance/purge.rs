@@ -77,14 +77,20 @@ pub async fn run_daily(db: Db, retention_days: u32) {
         every_day.tick().await;
         let cutoff = retention_cutoff(Utc::now(), retention_days);
         let started = std::time::Instant::now();
-        match purge_archive(&db, cutoff, DEFAULT_BATCH).await {
-            Ok(rows) => tracing::info!(
+        let result = purge_archive(&db, cutoff, DEFAULT_BATCH).await;
+        let outcome = if result.is_ok() { "ok" } else { "failed" };
+        metrics::counter!("hookbox_purge_runs_total", "outcome" => outcome).increment(1);
+        match result {
+            Ok(rows) => {
+                metrics::counter!("hookbox_purge_deleted_rows_total").increment(rows);
+                tracing::info!(
                 rows,
                 retention_days,
                 cutoff = %cutoff.to_rfc3339(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "archive retention: purged old archive rows"
-            ),
+                )
+            }
             Err(error) => tracing::warn!(
                 %error,
                 retention_days,
