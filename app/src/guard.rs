@@ -86,11 +86,21 @@ pub async fn require(role: Role) -> Result<User, ServerFnError> {
     }
 }
 
-/// A database failure as the browser sees it: 503 and no internals.
+/// A database failure as the browser sees it: 503, no internals, the request id of the logs.
 pub fn unavailable(error: &dyn std::fmt::Display) -> ServerFnError {
     tracing::error!(%error, "dashboard query failed");
     set_status(StatusCode::SERVICE_UNAVAILABLE);
-    ServerFnError::new("the database is unavailable; try again shortly")
+    let id = request_parts()
+        .and_then(|p| {
+            p.headers
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "-".into());
+    ServerFnError::new(format!(
+        "the database is unavailable; try again shortly (request id {id})"
+    ))
 }
 
 /// A request the user can correct: 400 with the reason.

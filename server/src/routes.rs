@@ -88,14 +88,25 @@ impl MakeRequestId for RandomRequestId {
 }
 
 /// `GET /readyz`: 200 when the database answers, else 503.
-async fn ready(State(state): State<AppState>) -> Response {
+async fn ready(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match state.db.conn.ping().await {
         Ok(()) => (StatusCode::OK, "ready").into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "not ready: the database does not answer");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable").into_response()
+            unavailable(&headers)
         }
     }
+}
+
+/// 503 for a page or check when the database does not answer, naming the request id to find
+/// the logged cause.
+fn unavailable(headers: &HeaderMap) -> Response {
+    let id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    let text = format!("the database is unavailable; try again shortly (request id {id})");
+    (StatusCode::SERVICE_UNAVAILABLE, text).into_response()
 }
 
 /// Paths anyone may load: the sign-in page and the compiled assets.
@@ -160,11 +171,7 @@ async fn guard_dashboard(
             Ok(user) => user.is_some(),
             Err(e) => {
                 tracing::error!(error = %e, "session lookup failed");
-                return (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the database is unavailable; try again shortly",
-                )
-                    .into_response();
+                return unavailable(request.headers());
             }
         },
         None => false,
@@ -192,6 +199,7 @@ struct SearchQuery {
 /// `GET /search?q=`: an object id goes to its page, anything else to the archive filtered by it.
 async fn search(
     axum::Extension(state): axum::Extension<AppState>,
+    headers: HeaderMap,
     Query(query): Query<SearchQuery>,
 ) -> Response {
     let q = query.q.unwrap_or_default();
@@ -202,11 +210,7 @@ async fn search(
         Ok(target) => Redirect::to(&target).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "search failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the database is unavailable; try again shortly",
-            )
-                .into_response()
+            unavailable(&headers)
         }
     }
 }
