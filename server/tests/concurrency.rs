@@ -6,7 +6,6 @@ use app::db::Db;
 use app::envelope::{Envelope, Mapping, parse_envelope};
 use app::ingest::{self, Outcome, Received};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, Statement, TransactionTrait};
-use std::time::{Duration, Instant};
 use support::*;
 
 fn envelope(body: &str) -> Envelope {
@@ -51,28 +50,6 @@ async fn hold(db: &Db, body: &str) -> (DatabaseTransaction, Outcome, i32) {
         .try_get_by_index::<i32>(0)
         .expect("int");
     (txn, recorded.outcome, pid)
-}
-
-/// Waits until some backend is blocked by `holder`, as PostgreSQL itself reports it.
-async fn wait_until_blocked_by(db: &Db, holder: i32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let blocked = scalar(
-            db,
-            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-            vec![holder.into()],
-        )
-        .await
-        .unwrap_or(0);
-        if blocked > 0 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no delivery ever waited for backend {holder}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 async fn lock_order_case(held_revision: i64, waiting_revision: i64) -> (Outcome, Option<i64>) {

@@ -4,7 +4,6 @@
 
 mod support;
 
-use app::db::Db;
 use app::schemes::Scheme;
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, TransactionTrait};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -104,27 +103,6 @@ async fn send_to(client: &reqwest::Client, addr: SocketAddr, body: &str) -> Opti
         .and_then(|v| v["status"].as_str().map(str::to_string))
         .unwrap_or(text);
     Some((status, outcome))
-}
-
-async fn wait_until_blocked_by(db: &Db, holder: i32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let blocked = scalar(
-            db,
-            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-            vec![holder.into()],
-        )
-        .await
-        .unwrap_or(0);
-        if blocked > 0 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nothing ever waited for {holder}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn signal(process: &Process, name: &str) {

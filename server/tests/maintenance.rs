@@ -403,28 +403,6 @@ async fn verify_reports_archive_drift_and_repair_leaves_the_records_alone() {
     }
 }
 
-/// Waits until some backend is blocked by `holder`, as PostgreSQL itself reports it.
-async fn wait_until_blocked_by(db: &Db, holder: i32) {
-    let deadline = Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let blocked = scalar(
-            db,
-            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-            vec![holder.into()],
-        )
-        .await
-        .unwrap_or(0);
-        if blocked > 0 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nothing ever waited for backend {holder}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_repair_waits_for_a_delivery_holding_the_row_and_derives_from_what_it_committed() {
     let test_db = test_db(Backend::Postgres).await;

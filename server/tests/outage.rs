@@ -14,6 +14,22 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// A cluster of the test's own (in /tmp, which the postgres user can reach) with a fresh,
+    /// migrated database.
+    async fn start() -> (Cluster, app::db::Db) {
+        let dir = tempfile::Builder::new()
+            .prefix("hookbox-outage")
+            .tempdir_in("/tmp")
+            .expect("temporary folder");
+        let cluster = Cluster {
+            dir,
+            script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.ci/pg-cluster"),
+        };
+        let url = cluster.run("start");
+        let (db, _) = fresh_postgres(&url).await;
+        (cluster, db)
+    }
+
     fn run(&self, action: &str) -> String {
         let output = Command::new(&self.script)
             .arg(action)
@@ -40,16 +56,7 @@ impl Drop for Cluster {
 
 #[tokio::test]
 async fn an_unreachable_database_is_503_and_hookbox_recovers_by_itself() {
-    let dir = tempfile::Builder::new()
-        .prefix("hookbox-outage")
-        .tempdir_in("/tmp")
-        .expect("temporary folder");
-    let cluster = Cluster {
-        dir,
-        script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.ci/pg-cluster"),
-    };
-    let url = cluster.run("start");
-    let (db, _) = fresh_postgres(&url).await;
+    let (cluster, db) = Cluster::start().await;
     let app = spawn_app_on(db.clone()).await;
     assert_eq!(
         app.send("shop", &event("before", "order-1", 1, "{}"))
@@ -130,16 +137,7 @@ async fn until(what: &str, mut condition: impl FnMut() -> bool) {
 async fn under_load_a_stopped_database_gives_only_503s_and_every_2xx_is_recorded() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
-    let dir = tempfile::Builder::new()
-        .prefix("hookbox-outage")
-        .tempdir_in("/tmp")
-        .expect("temporary folder");
-    let cluster = Cluster {
-        dir,
-        script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.ci/pg-cluster"),
-    };
-    let url = cluster.run("start");
-    let (db, _) = fresh_postgres(&url).await;
+    let (cluster, db) = Cluster::start().await;
     let app = spawn_app_on(db.clone()).await;
     let answers: Arc<Mutex<Vec<(String, u16)>>> = Arc::default();
     let done = Arc::new(AtomicBool::new(false));

@@ -148,10 +148,15 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 }
 
 pub async fn spawn_app_on(db: Db) -> TestApp {
+    serve_on(db, test_config()).await
+}
+
+/// The real server on a random port over `db` with `config`.
+async fn serve_on(db: Db, config: Config) -> TestApp {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let state = server::AppState::new(db.clone(), Arc::new(test_config()));
+    let state = server::AppState::new(db.clone(), Arc::new(config));
     tokio::spawn(async move {
         server::serve::serve(listener, state, async {
             stopped.await.ok();
@@ -342,26 +347,30 @@ pub async fn archived(db: &Db, source: &str, event_id: &str) -> Vec<(String, Str
 /// The real server on a random port with its own configuration, on a fresh database.
 pub async fn spawn_app_with(backend: Backend, config: Config) -> TestApp {
     let test_db = test_db(backend).await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let state = server::AppState::new(test_db.db.clone(), Arc::new(config));
-    tokio::spawn(async move {
-        server::serve::serve(listener, state, async {
-            stopped.await.ok();
-        })
+    let mut app = serve_on(test_db.db.clone(), config).await;
+    app.test_db = Some(test_db);
+    app
+}
+
+/// Waits until some backend is blocked by `holder`, as PostgreSQL itself reports it
+/// (`pg_blocking_pids`): the proof that a concurrent delivery really waits.
+pub async fn wait_until_blocked_by(db: &Db, holder: i32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let blocked = scalar(
+            db,
+            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+            vec![holder.into()],
+        )
         .await
-        .expect("server runs");
-    });
-    let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(30))
-        .build()
-        .expect("client");
-    TestApp {
-        addr,
-        db: test_db.db.clone(),
-        client,
-        test_db: Some(test_db),
-        stop: Some(stop),
+        .unwrap_or(0);
+        if blocked > 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing ever waited for backend {holder}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
