@@ -12,10 +12,17 @@ use std::path::{Path, PathBuf};
 
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_RETENTION_DAYS: u32 = 90;
+/// How long a client may take to send a request's headers (and how long an idle keep-alive
+/// connection stays open).
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 
 const TOP_KEYS: &[&str] = &["server", "sources"];
-const SERVER_KEYS: &[&str] = &["max_body_bytes", "retention_days"];
+const SERVER_KEYS: &[&str] = &[
+    "max_body_bytes",
+    "retention_days",
+    "header_read_timeout_secs",
+];
 const SOURCE_KEYS: &[&str] = &[
     "name",
     "preset",
@@ -43,6 +50,7 @@ pub struct Config {
 pub struct ServerSettings {
     pub max_body_bytes: usize,
     pub retention_days: u32,
+    pub header_read_timeout_secs: u64,
 }
 
 impl Default for ServerSettings {
@@ -50,6 +58,7 @@ impl Default for ServerSettings {
         ServerSettings {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             retention_days: DEFAULT_RETENTION_DAYS,
+            header_read_timeout_secs: DEFAULT_HEADER_READ_TIMEOUT_SECS,
         }
     }
 }
@@ -198,6 +207,9 @@ fn read_server(mut keys: Keys<'_>) -> ServerSettings {
         retention_days: keys
             .number("retention_days", 1)
             .unwrap_or(DEFAULT_RETENTION_DAYS),
+        header_read_timeout_secs: keys
+            .number("header_read_timeout_secs", 1)
+            .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT_SECS),
     }
 }
 

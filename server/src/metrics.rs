@@ -3,7 +3,8 @@
 //! Metric names: `hookbox_deliveries_total{source,outcome}`, `hookbox_auth_failures_total{source}`,
 //! `hookbox_rate_limited_total{source}`, `hookbox_http_request_duration_seconds{method,route,status}`,
 //! `hookbox_ingest_transaction_duration_seconds{source}`, `hookbox_db_pool_connections{state}`
-//! (in_use, idle, max), `hookbox_purge_runs_total{outcome}`, `hookbox_purge_deleted_rows_total`
+//! (in_use, idle, max), `hookbox_db_pool_waiting` (deliveries waiting for a connection to begin
+//! their transaction), `hookbox_purge_runs_total{outcome}`, `hookbox_purge_deleted_rows_total`
 //! (the daily retention run).
 
 use crate::AppState;
@@ -61,6 +62,8 @@ pub async fn render(State(state): State<AppState>) -> Response {
         .set(f64::from(size.saturating_sub(idle)));
     metrics::gauge!("hookbox_db_pool_connections", "state" => "idle").set(f64::from(idle));
     metrics::gauge!("hookbox_db_pool_connections", "state" => "max").set(f64::from(max));
+    // Kept by `ingest::begin`; touched here so the series exists before the first delivery.
+    metrics::gauge!(app::ingest::POOL_WAITING).increment(0.0);
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -4,11 +4,17 @@ use crate::{AppState, routes};
 use anyhow::Context;
 use app::config::Config;
 use app::db::Db;
+use axum::extract::ConnectInfo;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use leptos::prelude::LeptosOptions;
 use migration::{Migrator, MigratorTrait};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
+use tower_http::add_extension::AddExtension;
 
 pub const DEFAULT_SITE_ADDR: &str = "127.0.0.1:3000";
 
@@ -71,7 +77,15 @@ pub async fn run() -> anyhow::Result<()> {
     .await
 }
 
-/// Serves on a bound listener until `shutdown` resolves, then lets requests in flight finish.
+/// Serves on a bound listener until `shutdown` resolves, then lets requests in flight finish
+/// (at most the grace period) and closes the pool.
+///
+/// The accept loop is hyper's own rather than `axum::serve` because only hyper's connection
+/// builder can bound how long a client takes to send its headers: a connection that has not
+/// delivered a complete request head within `server.header_read_timeout_secs` (idle keep-alive
+/// connections included) is closed, so slow or silent clients cannot hold connections forever.
+/// Bodies are bounded separately (`routes::BODY_READ_TIMEOUT`). HTTP/1.1 only: hookbox sits
+/// behind a load balancer that speaks HTTP/1.1 to it.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -79,6 +93,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let db = state.db.clone();
+    let header_timeout = Duration::from_secs(state.config.server.header_read_timeout_secs);
     let app = routes::router(state, leptos_options(addr));
     let (stopping, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -88,18 +103,14 @@ pub async fn serve(
     let stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
         let _ = stop.wait_for(|stopping| *stopping).await;
     };
-    let server = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(stopped(stop.clone()));
+    let server = accept_until(listener, app, header_timeout, stopped(stop.clone()));
     let grace = shutdown_grace();
     let grace_over = async {
         stopped(stop).await;
         tokio::time::sleep(grace).await;
     };
     tokio::select! {
-        served = server => served.context("serve")?,
+        () = server => {},
         () = grace_over => tracing::warn!(?grace, "grace period over: stopping with requests in flight (their transactions roll back)"),
     }
     db.conn
@@ -108,6 +119,48 @@ pub async fn serve(
         .context("close the database pool")?;
     tracing::info!("hookbox stopped");
     Ok(())
+}
+
+/// Accepts connections until `stop` resolves, then waits for the open ones to finish their
+/// requests in flight (idle connections close at once).
+async fn accept_until(
+    listener: TcpListener,
+    app: axum::Router,
+    header_timeout: Duration,
+    stop: impl Future<Output = ()>,
+) {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(stop);
+    loop {
+        let (stream, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::error!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let _ = stream.set_nodelay(true);
+        // What `into_make_service_with_connect_info` would insert: the peer, for login throttling.
+        let service = TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(remote)));
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%remote, error = %error, "connection closed with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// How long requests in flight may take to finish after SIGTERM: `HOOKBOX_SHUTDOWN_GRACE_SECS`,

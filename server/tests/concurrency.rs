@@ -307,3 +307,57 @@ async fn sqlite_is_never_locked_under_concurrent_writers() {
     );
     let _ = app.db.conn.begin().await.expect("the pool is still usable");
 }
+
+/// The lock-order reasoning above assumes READ COMMITTED. hookbox asks for it on every connection,
+/// so a database whose default is SERIALIZABLE still runs ingest transactions READ COMMITTED.
+#[tokio::test]
+async fn ingest_transactions_are_read_committed_whatever_the_database_default() {
+    let test_db = test_db(Backend::Postgres).await;
+    let name: String = test_db
+        .db
+        .conn
+        .query_one_raw(Statement::from_string(
+            test_db.db.backend(),
+            "SELECT current_database()",
+        ))
+        .await
+        .expect("query")
+        .expect("a row")
+        .try_get_by_index(0)
+        .expect("a name");
+    test_db
+        .db
+        .conn
+        .execute_unprepared(&format!(
+            "ALTER DATABASE \"{name}\" SET default_transaction_isolation = 'serializable'"
+        ))
+        .await
+        .expect("alter the database default");
+
+    let isolation = |db: Db, with_hookbox: bool| async move {
+        let txn = if with_hookbox {
+            ingest::begin(&db).await.expect("begin")
+        } else {
+            db.conn.begin().await.expect("begin")
+        };
+        let level: String = txn
+            .query_one_raw(Statement::from_string(
+                db.backend(),
+                "SHOW transaction_isolation",
+            ))
+            .await
+            .expect("query")
+            .expect("a row")
+            .try_get_by_index(0)
+            .expect("a level");
+        level
+    };
+    // A plain connection sees the new default (so the check below can fail)...
+    let plain = sea_orm::Database::connect(test_db.url.as_str())
+        .await
+        .expect("connect without hookbox's options");
+    assert_eq!(isolation(Db { conn: plain }, false).await, "serializable");
+    // ...and hookbox's connections do not.
+    let hookbox = Db::connect(&test_db.url).await.expect("connect");
+    assert_eq!(isolation(hookbox, true).await, "read committed");
+}

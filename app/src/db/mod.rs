@@ -42,8 +42,13 @@ impl Db {
 
     pub async fn connect(url: &str) -> Result<Db, DbErr> {
         let conn = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // The ingest transaction reasons about READ COMMITTED (each statement sees what
+            // committed before it; conflicting writers wait on the row lock). Asking for it in
+            // the startup packet makes every connection's default READ COMMITTED whatever the
+            // server or database default says, at no cost per transaction.
             let options = sea_orm::sqlx::postgres::PgConnectOptions::from_str(url)
-                .map_err(|e| DbErr::Custom(e.to_string()))?;
+                .map_err(|e| DbErr::Custom(e.to_string()))?
+                .options([("default_transaction_isolation", "read committed")]);
             let pool = PgPoolOptions::new()
                 .max_connections(pool_size(16))
                 .min_connections(0)

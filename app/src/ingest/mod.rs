@@ -9,10 +9,7 @@ mod sql;
 use crate::db::Db;
 use crate::envelope::{Envelope, Invalid, Mode};
 use chrono::{DateTime, Utc};
-use sea_orm::{
-    AccessMode, ConnectionTrait, DatabaseBackend, DbErr, IsolationLevel, Statement,
-    TransactionTrait, Value,
-};
+use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
 use sql::Sql;
 
 /// What became of a delivery (contract sections 4 and 6).
@@ -144,21 +141,35 @@ pub async fn record_invalid_in<C: ConnectionTrait>(
     })
 }
 
-/// Opens the ingest transaction. PostgreSQL is asked for READ COMMITTED explicitly so a changed
-/// server default cannot change the reasoning below; SQLite transactions are serializable.
+/// Opens the ingest transaction. On PostgreSQL it is READ COMMITTED because every connection is
+/// opened with that default (`Db::connect`), so no `SET TRANSACTION` round trip is spent per
+/// delivery; SQLite transactions are serializable.
+///
+/// While it waits for a pool connection (and the `BEGIN`), the delivery counts in the
+/// `hookbox_db_pool_waiting` gauge.
 pub async fn begin(db: &Db) -> Result<sea_orm::DatabaseTransaction, DbErr> {
-    match db.backend() {
-        DatabaseBackend::Postgres => {
-            db.conn
-                .begin_with_config(
-                    Some(IsolationLevel::ReadCommitted),
-                    Some(AccessMode::ReadWrite),
-                )
-                .await
-        }
-        _ => db.conn.begin().await,
+    let _waiting = Waiting::start();
+    db.conn.begin().await
+}
+
+/// One delivery in `hookbox_db_pool_waiting` for as long as it lives.
+struct Waiting;
+
+impl Waiting {
+    fn start() -> Waiting {
+        metrics::gauge!(POOL_WAITING).increment(1.0);
+        Waiting
     }
 }
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        metrics::gauge!(POOL_WAITING).decrement(1.0);
+    }
+}
+
+/// Deliveries waiting for a database connection to begin their transaction.
+pub const POOL_WAITING: &str = "hookbox_db_pool_waiting";
 
 /// The body of the delivery transaction, without the commit (tests hold it open to prove lock order).
 pub async fn apply_in<C: ConnectionTrait>(
