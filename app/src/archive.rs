@@ -119,6 +119,11 @@ const OUTCOMES: &[&str] = &[
 
 fn filter_conditions(filter: &EventFilter) -> Result<Conditions, QueryError> {
     let mut c = Conditions::new();
+    add_filter_conditions(&mut c, filter)?;
+    Ok(c)
+}
+
+fn add_filter_conditions(c: &mut Conditions, filter: &EventFilter) -> Result<(), QueryError> {
     let given = |v: &Option<String>| {
         v.as_deref()
             .map(str::trim)
@@ -155,7 +160,7 @@ fn filter_conditions(filter: &EventFilter) -> Result<Conditions, QueryError> {
     if let Some(q) = given(&filter.q) {
         c.push_pair("(event_id = ? OR object_id = ?)", q.clone(), q);
     }
-    Ok(c)
+    Ok(())
 }
 
 fn cursor_of(row: &EventRow) -> String {
@@ -172,21 +177,67 @@ fn parse_cursor(cursor: &str) -> Result<(DateTime<Utc>, i64), QueryError> {
 }
 
 /// One page of the archive, newest first, keyset-paginated on (received_at, id).
+///
+/// A search (`q`, an event id or an object id) is two branches, one per column, each walking its
+/// own index in page order (`ix_webhook_events_event`, `ix_webhook_events_object_received`) and
+/// stopping after a page: with `event_id = q OR object_id = q`, PostgreSQL collects every delivery
+/// of the object before sorting them, 10,000 heap rows for a busy object.
 pub async fn list_events(
     db: &Db,
     filter: &EventFilter,
     cursor: Option<&str>,
 ) -> Result<EventPage, QueryError> {
-    let mut c = filter_conditions(filter)?;
-    if let Some(cursor) = cursor.filter(|c| !c.is_empty()) {
-        let (at, id) = parse_cursor(cursor)?;
-        c.push_pair("(received_at, id) < (?, ?)", at, id);
-    }
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM webhook_events {} ORDER BY received_at DESC, id DESC LIMIT {}",
-        c.clause(),
-        PAGE_SIZE + 1
-    );
+    let cursor = cursor
+        .filter(|c| !c.is_empty())
+        .map(parse_cursor)
+        .transpose()?;
+    let q = filter
+        .q
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .map(str::to_string);
+    let unsearched = EventFilter {
+        q: None,
+        ..filter.clone()
+    };
+    let mut c = Conditions::new();
+    // The conditions of one branch: the filter, the cursor, and `extra`.
+    let mut branch = |extra: Option<(&str, String)>| -> Result<String, QueryError> {
+        let start = c.sql.len();
+        add_filter_conditions(&mut c, &unsearched)?;
+        if let Some((at, id)) = cursor {
+            c.push_pair("(received_at, id) < (?, ?)", at, id);
+        }
+        if let Some((template, value)) = extra {
+            c.push(template, value);
+        }
+        let parts = c.sql.split_off(start);
+        Ok(if parts.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", parts.join(" AND "))
+        })
+    };
+    let order = "ORDER BY received_at DESC, id DESC";
+    let limit = PAGE_SIZE + 1;
+    let sql = match q {
+        None => format!(
+            "SELECT {EVENT_COLUMNS} FROM webhook_events {} {order} LIMIT {limit}",
+            branch(None)?
+        ),
+        Some(q) => {
+            let by_event = branch(Some(("event_id = ?", q.clone())))?;
+            let by_object = branch(Some(("object_id = ?", q)))?;
+            format!(
+                "SELECT {EVENT_COLUMNS} FROM (
+                   SELECT * FROM (SELECT {EVENT_COLUMNS} FROM webhook_events {by_event} {order} LIMIT {limit}) AS by_event
+                   UNION
+                   SELECT * FROM (SELECT {EVENT_COLUMNS} FROM webhook_events {by_object} {order} LIMIT {limit}) AS by_object
+                 ) AS found {order} LIMIT {limit}"
+            )
+        }
+    };
     let rows = db
         .conn
         .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
@@ -471,89 +522,91 @@ pub fn diff(before: &str, after: &str) -> Vec<FieldChange> {
     changes
 }
 
-fn count_rows(rows: &[QueryResult]) -> Result<Vec<CountRow>, DbErr> {
-    let mut out: Vec<CountRow> = Vec::new();
-    for row in rows {
-        let label: String = row.try_get_by_index(0)?;
-        let status: String = row.try_get_by_index(1)?;
-        let n: i64 = row.try_get_by_index(2)?;
-        let entry = match out.iter_mut().find(|r| r.label == label) {
-            Some(entry) => entry,
-            None => {
-                out.push(CountRow {
-                    label,
-                    processed: 0,
-                    skipped: 0,
-                    failed: 0,
-                });
-                out.last_mut()
-                    .ok_or(DbErr::RecordNotFound("count row".into()))?
-            }
-        };
-        match status.as_str() {
-            "processed" => entry.processed += n,
-            "skipped" => entry.skipped += n,
-            _ => entry.failed += n,
+fn add_status(row: &mut CountRow, status: &str, n: i64) {
+    match status {
+        "processed" => row.processed += n,
+        "skipped" => row.skipped += n,
+        _ => row.failed += n,
+    }
+}
+
+/// Adds `n` deliveries of `status` to the row labelled `label`.
+fn add_count(rows: &mut Vec<CountRow>, label: &str, status: &str, n: i64) {
+    match rows.iter_mut().find(|r| r.label == label) {
+        Some(row) => add_status(row, status, n),
+        None => {
+            let mut row = CountRow {
+                label: label.to_string(),
+                processed: 0,
+                skipped: 0,
+                failed: 0,
+            };
+            add_status(&mut row, status, n);
+            rows.push(row);
         }
     }
-    Ok(out)
 }
 
 pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, DbErr> {
     let now = Utc::now();
-    let by_source = |since: DateTime<Utc>| {
-        Statement::from_sql_and_values(
-            db.backend(),
-            "SELECT source, status, count(*) FROM webhook_events WHERE received_at >= $1 GROUP BY source, status ORDER BY source",
-            vec![since.into()],
-        )
-    };
-    let by_source_24h = count_rows(
-        &db.conn
-            .query_all_raw(by_source(now - Duration::hours(24)))
-            .await?,
-    )?;
-    let by_source_7d = count_rows(
-        &db.conn
-            .query_all_raw(by_source(now - Duration::days(7)))
-            .await?,
-    )?;
-    let day = if db.backend() == DatabaseBackend::Postgres {
-        "to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
-    } else {
-        "substr(received_at, 1, 10)"
-    };
     let since_day = (now - Duration::days(6))
         .date_naive()
         .and_hms_opt(0, 0, 0)
         .map(|t| t.and_utc())
         .unwrap_or(now);
-    let by_day_rows = db
+    // All the counts in one range scan of the last 7 days (index-only on PostgreSQL, see
+    // migration m20261130_000004): by source, status, day of the chart (0 to 6; -1 before it)
+    // and whether in the last 24 hours. The day is found by comparing with its bounds, not by
+    // formatting each row's time.
+    let mut values: Vec<Value> = vec![
+        (now - Duration::days(7)).into(),
+        (now - Duration::hours(24)).into(),
+    ];
+    let mut day = String::from("CASE");
+    for i in (0..7).rev() {
+        values.push((since_day + Duration::days(i)).into());
+        day.push_str(&format!(" WHEN received_at >= ${} THEN {i}", values.len()));
+    }
+    day.push_str(" ELSE -1 END");
+    let rows = db
         .conn
         .query_all_raw(Statement::from_sql_and_values(
             db.backend(),
-            format!("SELECT {day} AS day, status, count(*) FROM webhook_events WHERE received_at >= $1 GROUP BY 1, 2 ORDER BY 1"),
-            vec![since_day.into()],
+            format!(
+                "SELECT source, status, {day}, CASE WHEN received_at >= $2 THEN 1 ELSE 0 END, count(*)
+                 FROM webhook_events WHERE received_at >= $1 GROUP BY 1, 2, 3, 4"
+            ),
+            values,
         ))
         .await?;
-    let counted = count_rows(&by_day_rows)?;
-    let by_day = (0..7)
-        .map(|i| {
-            let label = (since_day + Duration::days(i))
+    let mut by_source_24h = Vec::new();
+    let mut by_source_7d = Vec::new();
+    let mut by_day: Vec<CountRow> = (0..7)
+        .map(|i| CountRow {
+            label: (since_day + Duration::days(i))
                 .format("%Y-%m-%d")
-                .to_string();
-            counted
-                .iter()
-                .find(|r| r.label == label)
-                .cloned()
-                .unwrap_or(CountRow {
-                    label,
-                    processed: 0,
-                    skipped: 0,
-                    failed: 0,
-                })
+                .to_string(),
+            processed: 0,
+            skipped: 0,
+            failed: 0,
         })
         .collect();
+    for row in &rows {
+        let source: String = row.try_get_by_index(0)?;
+        let status: String = row.try_get_by_index(1)?;
+        let day: i32 = row.try_get_by_index(2)?;
+        let last_24h: i32 = row.try_get_by_index(3)?;
+        let n: i64 = row.try_get_by_index(4)?;
+        add_count(&mut by_source_7d, &source, &status, n);
+        if last_24h == 1 {
+            add_count(&mut by_source_24h, &source, &status, n);
+        }
+        if let Some(bar) = usize::try_from(day).ok().and_then(|d| by_day.get_mut(d)) {
+            add_status(bar, &status, n);
+        }
+    }
+    by_source_24h.sort_by(|a, b| a.label.cmp(&b.label));
+    by_source_7d.sort_by(|a, b| a.label.cmp(&b.label));
     let has_events = db
         .conn
         .query_one_raw(Statement::from_string(

@@ -5,6 +5,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261129_000001_ingest_tables;
 mod m20261129_000002_operators;
 mod m20261130_000003_verify_runs;
+mod m20261130_000004_dashboard_indexes;
 
 pub struct Migrator;
 
@@ -15,6 +16,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000001_ingest_tables::Migration),
             Box::new(m20261129_000002_operators::Migration),
             Box::new(m20261130_000003_verify_runs::Migration),
+            Box::new(m20261130_000004_dashboard_indexes::Migration),
         ]
     }
 }

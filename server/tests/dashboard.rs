@@ -466,3 +466,184 @@ async fn pages_render_over_100_000_archived_deliveries() {
     );
     assert!(!failed.contains("\"status\":\"processed\""));
 }
+
+/// The overview's counts: by source and status over 24 hours and 7 days, by day for the chart,
+/// with rows just outside each window left out.
+#[tokio::test]
+async fn the_overview_counts_by_source_status_and_day() {
+    use chrono::{Duration, Utc};
+    use sea_orm::{ConnectionTrait, Statement};
+    for backend in BOTH {
+        let test_db = test_db(backend).await;
+        let db = &test_db.db;
+        let now = Utc::now();
+        let rows = [
+            ("shop", "processed", "applied", now - Duration::minutes(5)),
+            ("shop", "processed", "applied", now - Duration::hours(2)),
+            ("shop", "failed", "invalid", now - Duration::hours(23)),
+            ("sw", "skipped", "duplicate", now - Duration::hours(25)),
+            ("shop", "processed", "stale", now - Duration::days(3)),
+            (
+                "sw",
+                "failed",
+                "reused_revision",
+                now - Duration::days(6) - Duration::hours(20),
+            ),
+            (
+                "shop",
+                "failed",
+                "invalid",
+                now - Duration::days(7) - Duration::minutes(1),
+            ),
+        ];
+        for (source, status, outcome, at) in rows {
+            db.conn
+                .execute_raw(Statement::from_sql_and_values(
+                    db.backend(),
+                    "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
+                     VALUES ($1, $2, $3, '{}', $4, $5)",
+                    vec![
+                        source.into(),
+                        status.into(),
+                        outcome.into(),
+                        b"{}".to_vec().into(),
+                        at.into(),
+                    ],
+                ))
+                .await
+                .expect("insert an archive row");
+        }
+
+        let overview = app::archive::overview(db, 2).await.expect("overview");
+
+        let counts = |rows: &[app::model::CountRow]| {
+            rows.iter()
+                .map(|r| (r.label.clone(), r.processed, r.skipped, r.failed))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            counts(&overview.by_source_24h),
+            vec![("shop".to_string(), 2, 0, 1)],
+            "{backend:?}: 24 hours"
+        );
+        assert_eq!(
+            counts(&overview.by_source_7d),
+            vec![("shop".to_string(), 3, 0, 1), ("sw".to_string(), 0, 1, 1)],
+            "{backend:?}: 7 days"
+        );
+        // The chart: the last 7 calendar days (UTC), today included.
+        let first_day = (now - Duration::days(6)).date_naive();
+        let mut expected: Vec<(String, i64, i64, i64)> = (0..7)
+            .map(|i| ((first_day + Duration::days(i)).to_string(), 0, 0, 0))
+            .collect();
+        for (_, status, _, at) in rows {
+            if let Some(day) = expected
+                .iter_mut()
+                .find(|d| d.0 == at.date_naive().to_string())
+            {
+                match status {
+                    "processed" => day.1 += 1,
+                    "skipped" => day.2 += 1,
+                    _ => day.3 += 1,
+                }
+            }
+        }
+        assert_eq!(counts(&overview.by_day), expected, "{backend:?}: by day");
+    }
+}
+
+/// A search finds the deliveries of an object and of an event id, newest first, page by page,
+/// with the other filters applied to both.
+#[tokio::test]
+async fn a_search_by_object_or_event_id_pages_through_every_match() {
+    use app::model::EventFilter;
+    use chrono::{Duration, Utc};
+    use sea_orm::{ConnectionTrait, Statement};
+    for backend in BOTH {
+        let test_db = test_db(backend).await;
+        let db = &test_db.db;
+        let now = Utc::now();
+        // 60 deliveries of order-7 (every fifth one failed), one delivery whose event id is
+        // "order-7", and deliveries of another object in between.
+        let mut rows = Vec::new();
+        for i in 0..60 {
+            let status = if i % 5 == 0 { "failed" } else { "processed" };
+            rows.push((format!("e{i}"), "order-7".to_string(), status, i));
+            rows.push((format!("x{i}"), "order-8".to_string(), "processed", i));
+        }
+        rows.push((
+            "order-7".to_string(),
+            "order-9".to_string(),
+            "processed",
+            30,
+        ));
+        for (event_id, object_id, status, minutes) in &rows {
+            let outcome = if *status == "failed" {
+                "invalid"
+            } else {
+                "applied"
+            };
+            db.conn
+                .execute_raw(Statement::from_sql_and_values(
+                    db.backend(),
+                    "INSERT INTO webhook_events (source, event_id, object_id, status, outcome, headers, body, received_at)
+                     VALUES ('shop', $1, $2, $3, $4, '{}', $5, $6)",
+                    vec![
+                        event_id.clone().into(),
+                        object_id.clone().into(),
+                        (*status).into(),
+                        outcome.into(),
+                        b"{}".to_vec().into(),
+                        (now - Duration::minutes(*minutes)).into(),
+                    ],
+                ))
+                .await
+                .expect("insert an archive row");
+        }
+
+        for (status, expected) in [(None, 61), (Some("failed"), 12)] {
+            let filter = EventFilter {
+                q: Some(" order-7 ".into()),
+                status: status.map(str::to_string),
+                ..Default::default()
+            };
+            let mut seen: Vec<(String, String)> = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = app::archive::list_events(db, &filter, cursor.as_deref())
+                    .await
+                    .expect("a page");
+                seen.extend(page.rows.iter().map(|r| {
+                    assert!(
+                        r.object_id.as_deref() == Some("order-7")
+                            || r.event_id.as_deref() == Some("order-7"),
+                        "{backend:?}: {r:?} does not match"
+                    );
+                    if let Some(status) = status {
+                        assert_eq!(r.status, status, "{backend:?}");
+                    }
+                    (
+                        r.received_at.clone(),
+                        r.event_id.clone().unwrap_or_default(),
+                    )
+                }));
+                cursor = page.next_cursor;
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            assert_eq!(
+                seen.len(),
+                expected,
+                "{backend:?} {status:?}: every match once"
+            );
+            let mut newest_first = seen.clone();
+            newest_first.sort_by(|a, b| b.0.cmp(&a.0));
+            assert_eq!(seen, newest_first, "{backend:?}: newest first");
+            assert!(
+                seen.iter().any(|(_, e)| e == "order-7") == status.is_none(),
+                "{backend:?}: the delivery with event id order-7"
+            );
+        }
+    }
+}

@@ -174,10 +174,12 @@ async fn a_client_that_never_finishes_its_headers_is_disconnected() {
     let app = spawn_app_with(Backend::Sqlite, config).await;
 
     // A slowloris: half a request head, then silence.
-    let mut slow = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    let mut slow = tokio::net::TcpStream::connect(app.addr)
+        .await
+        .expect("connect");
     slow.write_all(b"POST /hooks/shop HTTP/1.1\r\nHost: hookbox\r\nContent-Type: appl")
         .await
-        .unwrap();
+        .expect("send half a head");
     let started = Instant::now();
     let mut answer = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(20), slow.read_to_end(&mut answer))
