@@ -9,7 +9,9 @@ use crate::model::{
     Revision,
 };
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, QueryResult, Statement, Value};
+use sea_orm::{
+    ConnectionTrait, DatabaseBackend, DbErr, QueryResult, Statement, TransactionTrait, Value,
+};
 
 pub const PAGE_SIZE: usize = 50;
 /// Revisions shown on an object's page.
@@ -547,28 +549,135 @@ fn add_count(rows: &mut Vec<CountRow>, label: &str, status: &str, n: i64) {
     }
 }
 
+/// How long after a day ends its counts are rolled up: every transaction that began that day
+/// has committed by then (deliveries take seconds; the grace period is 30 s).
+const ROLLUP_DELAY: Duration = Duration::hours(1);
+
+fn start_of(day: NaiveDate) -> DateTime<Utc> {
+    day.and_hms_opt(0, 0, 0)
+        .map(|t| t.and_utc())
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+/// Rolls up the finished days in `days` that are not yet in `archive_day_counts`, one
+/// transaction per day (migration m20261130_000005). Concurrent callers write the same rows; the
+/// primary keys keep one copy.
+async fn roll_up_days(db: &Db, days: &[NaiveDate], now: DateTime<Utc>) -> Result<(), DbErr> {
+    let (Some(first), Some(last)) = (days.first(), days.last()) else {
+        return Ok(());
+    };
+    let counted: Vec<String> = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "SELECT day FROM archive_days_counted WHERE day >= $1 AND day <= $2",
+            vec![first.to_string().into(), last.to_string().into()],
+        ))
+        .await?
+        .iter()
+        .map(|row| row.try_get_by_index(0))
+        .collect::<Result<_, _>>()?;
+    for day in days.iter().filter(|d| !counted.contains(&d.to_string())) {
+        let txn = db.conn.begin().await?;
+        txn.execute_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "INSERT INTO archive_day_counts (day, source, status, n)
+             SELECT $1, source, status, count(*) FROM webhook_events
+              WHERE received_at >= $2 AND received_at < $3
+              GROUP BY source, status
+             ON CONFLICT DO NOTHING",
+            vec![
+                day.to_string().into(),
+                start_of(*day).into(),
+                start_of(*day + Duration::days(1)).into(),
+            ],
+        ))
+        .await?;
+        txn.execute_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "INSERT INTO archive_days_counted (day, counted_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            vec![day.to_string().into(), now.into()],
+        ))
+        .await?;
+        txn.commit().await?;
+    }
+    Ok(())
+}
+
+/// The overview: counts over the last 24 hours, and per source and per day over the chart's
+/// seven days (today and the six before, UTC).
+///
+/// Finished days come from the daily rollup (filled here on first need); only today, and
+/// yesterday during the first hour after midnight, are counted live, together with the rolling
+/// 24 hours, in one index-only range scan (migration m20261130_000004).
 pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, DbErr> {
     let now = Utc::now();
-    let since_day = (now - Duration::days(6))
-        .date_naive()
-        .and_hms_opt(0, 0, 0)
-        .map(|t| t.and_utc())
-        .unwrap_or(now);
-    // All the counts in one range scan of the last 7 days (index-only on PostgreSQL, see
-    // migration m20261130_000004): by source, status, day of the chart (0 to 6; -1 before it)
-    // and whether in the last 24 hours. The day is found by comparing with its bounds, not by
-    // formatting each row's time.
+    let today = now.date_naive();
+    let chart: Vec<NaiveDate> = (0..7).rev().map(|i| today - Duration::days(i)).collect();
+    let live_from_day = if now >= start_of(today) + ROLLUP_DELAY {
+        today
+    } else {
+        today - Duration::days(1)
+    };
+    let finished: Vec<NaiveDate> = chart
+        .iter()
+        .copied()
+        .filter(|d| *d < live_from_day)
+        .collect();
+    roll_up_days(db, &finished, now).await?;
+
+    let mut by_source_24h = Vec::new();
+    let mut by_source_7d = Vec::new();
+    let mut by_day: Vec<CountRow> = chart
+        .iter()
+        .map(|day| CountRow {
+            label: day.to_string(),
+            processed: 0,
+            skipped: 0,
+            failed: 0,
+        })
+        .collect();
+
+    let rolled = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "SELECT day, source, status, n FROM archive_day_counts WHERE day >= $1 AND day < $2",
+            vec![
+                chart[0].to_string().into(),
+                live_from_day.to_string().into(),
+            ],
+        ))
+        .await?;
+    for row in &rolled {
+        let day: String = row.try_get_by_index(0)?;
+        let source: String = row.try_get_by_index(1)?;
+        let status: String = row.try_get_by_index(2)?;
+        let n: i64 = row.try_get_by_index(3)?;
+        add_count(&mut by_source_7d, &source, &status, n);
+        if let Some(bar) = by_day.iter_mut().find(|bar| bar.label == day) {
+            add_status(bar, &status, n);
+        }
+    }
+
+    // The live part: by source, status, chart day (an index into `chart` for the live days; -1
+    // before them, rows that only count in the 24 hours) and whether in the last 24 hours. The
+    // day is found by comparing with its bounds, not by formatting each row's time.
+    let live_from = start_of(live_from_day);
     let mut values: Vec<Value> = vec![
-        (now - Duration::days(7)).into(),
+        live_from.min(now - Duration::hours(24)).into(),
         (now - Duration::hours(24)).into(),
     ];
     let mut day = String::from("CASE");
-    for i in (0..7).rev() {
-        values.push((since_day + Duration::days(i)).into());
+    for (i, d) in chart.iter().enumerate().rev() {
+        if *d < live_from_day {
+            break;
+        }
+        values.push(start_of(*d).into());
         day.push_str(&format!(" WHEN received_at >= ${} THEN {i}", values.len()));
     }
     day.push_str(" ELSE -1 END");
-    let rows = db
+    let live = db
         .conn
         .query_all_raw(Statement::from_sql_and_values(
             db.backend(),
@@ -579,30 +688,18 @@ pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, Db
             values,
         ))
         .await?;
-    let mut by_source_24h = Vec::new();
-    let mut by_source_7d = Vec::new();
-    let mut by_day: Vec<CountRow> = (0..7)
-        .map(|i| CountRow {
-            label: (since_day + Duration::days(i))
-                .format("%Y-%m-%d")
-                .to_string(),
-            processed: 0,
-            skipped: 0,
-            failed: 0,
-        })
-        .collect();
-    for row in &rows {
+    for row in &live {
         let source: String = row.try_get_by_index(0)?;
         let status: String = row.try_get_by_index(1)?;
         let day: i32 = row.try_get_by_index(2)?;
         let last_24h: i32 = row.try_get_by_index(3)?;
         let n: i64 = row.try_get_by_index(4)?;
-        add_count(&mut by_source_7d, &source, &status, n);
         if last_24h == 1 {
             add_count(&mut by_source_24h, &source, &status, n);
         }
         if let Some(bar) = usize::try_from(day).ok().and_then(|d| by_day.get_mut(d)) {
             add_status(bar, &status, n);
+            add_count(&mut by_source_7d, &source, &status, n);
         }
     }
     by_source_24h.sort_by(|a, b| a.label.cmp(&b.label));

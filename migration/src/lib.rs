@@ -6,6 +6,7 @@ mod m20261129_000001_ingest_tables;
 mod m20261129_000002_operators;
 mod m20261130_000003_verify_runs;
 mod m20261130_000004_dashboard_indexes;
+mod m20261130_000005_overview_rollup;
 
 pub struct Migrator;
 
@@ -17,6 +18,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000002_operators::Migration),
             Box::new(m20261130_000003_verify_runs::Migration),
             Box::new(m20261130_000004_dashboard_indexes::Migration),
+            Box::new(m20261130_000005_overview_rollup::Migration),
         ]
     }
 }

@@ -1,16 +1,18 @@
 //! Indexes for the dashboard over a large archive (the dashboard benchmark,
 //! `.ci/bench-dashboard`, on 1,000,000 archive rows over 90 days).
 //!
-//! - `ix_webhook_events_received_counts`: the overview counts the last seven days by source,
-//!   status and day, about 78,000 rows of that archive. With only `ix_webhook_events_received`,
-//!   PostgreSQL fetched every one of those rows from the heap (and, for the chart, read all of
-//!   `ix_webhook_events_status_received`); with `source` and `status` next to `received_at` the
-//!   counts are an index-only range scan. SQLite has no `INCLUDE`: there they are key columns,
-//!   which covers the same query.
+//! - `ix_webhook_events_received_counts` replaces `ix_webhook_events_received` (received_at
+//!   DESC, id DESC): the same keys, which still order the archive's pages, plus `source` and
+//!   `status`, so the overview's live counts (the days not yet rolled up, see migration
+//!   m20261130_000005) are an index-only range scan. With only the old index PostgreSQL fetched
+//!   every counted row from the heap. SQLite has no `INCLUDE`: there they are trailing key
+//!   columns, which covers the same queries.
 //! - `ix_webhook_events_object_received` replaces `ix_webhook_events_object` (object_id, source),
 //!   which only the archive search used: a search by object id walks it newest first and stops
 //!   after a page, where the old one made PostgreSQL fetch and sort every delivery of the object
-//!   (10,000 heap rows for a busy one). The number of indexes ingest maintains stays the same.
+//!   (10,000 heap rows for a busy one).
+//!
+//! The number of indexes ingest maintains stays the same.
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DatabaseBackend;
@@ -28,10 +30,10 @@ impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let counts = match manager.get_database_backend() {
             DatabaseBackend::Postgres => {
-                "CREATE INDEX ix_webhook_events_received_counts ON webhook_events (received_at) INCLUDE (source, status)"
+                "CREATE INDEX ix_webhook_events_received_counts ON webhook_events (received_at DESC, id DESC) INCLUDE (source, status)"
             }
             DatabaseBackend::Sqlite => {
-                "CREATE INDEX ix_webhook_events_received_counts ON webhook_events (received_at, source, status)"
+                "CREATE INDEX ix_webhook_events_received_counts ON webhook_events (received_at DESC, id DESC, source, status)"
             }
             other => {
                 return Err(DbErr::Migration(format!(
@@ -42,6 +44,7 @@ impl MigrationTrait for Migration {
         let db = manager.get_connection();
         for statement in [
             counts,
+            "DROP INDEX ix_webhook_events_received",
             "CREATE INDEX ix_webhook_events_object_received ON webhook_events (object_id, received_at DESC, id DESC)",
             "DROP INDEX ix_webhook_events_object",
         ] {
@@ -54,6 +57,7 @@ impl MigrationTrait for Migration {
         let db = manager.get_connection();
         for statement in [
             "CREATE INDEX IF NOT EXISTS ix_webhook_events_object ON webhook_events (object_id, source)",
+            "CREATE INDEX IF NOT EXISTS ix_webhook_events_received ON webhook_events (received_at DESC, id DESC)",
             "DROP INDEX IF EXISTS ix_webhook_events_object_received",
             "DROP INDEX IF EXISTS ix_webhook_events_received_counts",
         ] {

@@ -1,5 +1,6 @@
-//! `/`: deliveries by status and source over the last 24 hours and 7 days, a chart of the last
-//! seven days, the newest failures, the last invariant check, and the search box.
+//! `/`: deliveries by status and source over the last 24 hours and the last 7 days (the chart's
+//! calendar days, UTC, today included), a chart of those days, the newest failures, the last
+//! invariant check, and the search box.
 
 use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar, error_text};
 use crate::model::{CountRow, Overview, VerifyRun};
@@ -143,7 +144,7 @@ fn OverviewBody(o: Overview) -> impl IntoView {
         </section>
         <div class="grid2">
             <section class="panel"><CountTable caption="Last 24 hours" rows=o.by_source_24h/></section>
-            <section class="panel"><CountTable caption="Last 7 days" rows=o.by_source_7d/></section>
+            <section class="panel"><CountTable caption="Last 7 days (UTC days, today included)" rows=o.by_source_7d/></section>
         </div>
         <section class="panel">
             <h2>"Newest failures"</h2>
