@@ -113,10 +113,11 @@ pub async fn serve(
         () = server => {},
         () = grace_over => tracing::warn!(?grace, "grace period over: stopping with requests in flight (their transactions roll back)"),
     }
-    db.conn
-        .close_by_ref()
-        .await
-        .context("close the database pool")?;
+    for pool in [&db.conn, &db.writer] {
+        pool.close_by_ref()
+            .await
+            .context("close the database pool")?;
+    }
     tracing::info!("hookbox stopped");
     Ok(())
 }

@@ -356,7 +356,17 @@ async fn ingest_transactions_are_read_committed_whatever_the_database_default() 
     let plain = sea_orm::Database::connect(test_db.url.as_str())
         .await
         .expect("connect without hookbox's options");
-    assert_eq!(isolation(Db { conn: plain }, false).await, "serializable");
+    assert_eq!(
+        isolation(
+            Db {
+                writer: plain.clone(),
+                conn: plain,
+            },
+            false
+        )
+        .await,
+        "serializable"
+    );
     // ...and hookbox's connections do not.
     let hookbox = Db::connect(&test_db.url).await.expect("connect");
     assert_eq!(isolation(hookbox, true).await, "read committed");

@@ -116,7 +116,7 @@ pub async fn record_invalid(
     received: &Received<'_>,
     invalid: &Invalid,
 ) -> Result<Recorded, DbErr> {
-    record_invalid_in(&db.conn, received, invalid).await
+    record_invalid_in(&db.writer, received, invalid).await
 }
 
 /// [`record_invalid`] on a given connection or transaction.
@@ -141,7 +141,8 @@ pub async fn record_invalid_in<C: ConnectionTrait>(
     })
 }
 
-/// Opens the ingest transaction. On PostgreSQL it is READ COMMITTED because every connection is
+/// Opens the ingest transaction, on the writer pool (see `Db::writer`). On PostgreSQL it is READ
+/// COMMITTED because every connection is
 /// opened with that default (`Db::connect`), so no `SET TRANSACTION` round trip is spent per
 /// delivery; SQLite transactions are serializable.
 ///
@@ -149,7 +150,7 @@ pub async fn record_invalid_in<C: ConnectionTrait>(
 /// `hookbox_db_pool_waiting` gauge.
 pub async fn begin(db: &Db) -> Result<sea_orm::DatabaseTransaction, DbErr> {
     let _waiting = Waiting::start();
-    db.conn.begin().await
+    db.writer.begin().await
 }
 
 /// One delivery in `hookbox_db_pool_waiting` for as long as it lives.
