@@ -12,15 +12,7 @@ async fn metrics_count_deliveries_authentication_failures_and_the_pool() {
     app.post("shop", &[], event("e2", "o1", 2, "{}").into_bytes())
         .await;
 
-    let metrics = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .expect("answer")
-        .text()
-        .await
-        .expect("text");
+    let metrics = metrics_text(&app).await;
 
     for expected in [
         r#"hookbox_deliveries_total{source="shop",outcome="applied"} 1"#,
