@@ -1,4 +1,5 @@
-//! `hookbox.toml` + environment → a typed, validated configuration (contract section 1).
+//! `hookbox.toml` + environment → a typed, validated configuration (the keys are described in
+//! `docs/webhooks.md`, section 1).
 //!
 //! The file is read key by key and reading goes on after a problem, so every problem in a file is
 //! reported at once (`hookbox check-config` lists them), each naming the file, the source and the
@@ -16,6 +17,10 @@ pub const DEFAULT_RETENTION_DAYS: u32 = 90;
 /// connection stays open).
 pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
+/// The environment variable that names the config file.
+pub const CONFIG_ENV: &str = "HOOKBOX_CONFIG";
+/// The config file read from the working directory when [`CONFIG_ENV`] is unset.
+pub const DEFAULT_CONFIG_FILE: &str = "hookbox.toml";
 
 const TOP_KEYS: &[&str] = &["server", "sources"];
 const SERVER_KEYS: &[&str] = &[
@@ -96,9 +101,9 @@ impl Config {
 
     /// `HOOKBOX_CONFIG`, else `hookbox.toml` if the working directory has one, else none.
     pub fn path_from_env() -> Option<PathBuf> {
-        match std::env::var_os("HOOKBOX_CONFIG") {
+        match std::env::var_os(CONFIG_ENV) {
             Some(path) => Some(PathBuf::from(path)),
-            None => Some(PathBuf::from("hookbox.toml")).filter(|p| p.exists()),
+            None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
         }
     }
 

@@ -4,7 +4,7 @@
 use crate::json::{self, JsonError, Node, Value};
 use http::HeaderMap;
 
-/// Identities are non-empty strings of at most this many bytes (contract section 2).
+/// Identities are non-empty strings of at most this many bytes (`docs/webhooks.md`, Modes).
 pub const MAX_ID_BYTES: usize = 255;
 
 /// Where a source keeps its events: one snapshot per revision, or plain deduplication.
@@ -129,7 +129,7 @@ impl std::fmt::Display for Field {
     }
 }
 
-/// How a source maps a request onto the identities of section 2.
+/// How a source maps a request onto its identities (event id, object id, revision, snapshot).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mapping {
     pub mode: Mode,
@@ -141,7 +141,7 @@ pub struct Mapping {
 }
 
 impl Mapping {
-    /// The snapshot envelope of contract section 2.
+    /// The snapshot envelope: `/event_id`, `/object_id`, `/revision`, `/snapshot`.
     pub fn snapshot_envelope() -> Mapping {
         let at = |pointer| Some(Field::from(FieldRef::pointer(pointer)));
         Mapping {
@@ -203,7 +203,7 @@ pub struct Envelope {
 /// Why a delivery cannot be ingested, with what could still be read for the archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid {
-    /// 400 (not UTF-8, not JSON) or 422 (JSON that breaks section 2).
+    /// 400 (not UTF-8, not JSON) or 422 (JSON that breaks the envelope's rules).
     pub http_status: u16,
     pub reason: String,
     pub event_id: Option<String>,

@@ -1,6 +1,7 @@
-//! The inbox, the projection and the archive (contract section 7).
+//! The inbox, the projection and the archive (the schema operators query: `docs/webhooks.md`,
+//! section 7).
 //!
-//! Written as SQL per backend because the column types are the contract (`jsonb`, `bytea`,
+//! Written as SQL per backend because operators query these column types (`jsonb`, `bytea`,
 //! `timestamptz` on PostgreSQL) and every constraint and index carries an explicit name, so an
 //! error can be recognised by it.
 //!

@@ -1,6 +1,7 @@
 //! `POST /hooks/{source}`: authenticate over the raw bytes, validate, ingest, answer
-//! (contract section 4). Nothing is answered 2xx before its transaction has committed, except a
-//! provider's handshake (Slack's URL verification), which is authenticated but is not an event.
+//! (the answers table of `docs/webhooks.md`). Nothing is answered 2xx before its transaction has
+//! committed, except a provider's handshake (Slack's URL verification), which is authenticated but
+//! is not an event.
 
 use crate::AppState;
 use app::envelope::parse_envelope;
@@ -157,7 +158,8 @@ pub async fn receive(
     }
 }
 
-/// The answer of contract section 4. `invalid_status` is the 400 or 422 the envelope chose.
+/// The answer to an ingested delivery (`docs/webhooks.md`, section 4). `invalid_status` is the
+/// 400 or 422 the envelope chose.
 fn outcome_answer(
     outcome: &Outcome,
     event_id: Option<&str>,

@@ -43,14 +43,28 @@ enum Command {
     /// Manage dashboard users.
     #[command(subcommand)]
     User(UserCommand),
-    /// Delete archive rows older than server.retention_days now (the server does it daily).
-    Purge,
+    /// Delete archive rows older than the retention now (the server does it daily). Needs the
+    /// config file (HOOKBOX_CONFIG, else ./hookbox.toml) or --retention-days.
+    Purge {
+        #[command(flatten)]
+        retention: RetentionArg,
+    },
     /// Check that the projection, the inbox and the archive agree; exit 1 while drift remains.
+    /// Needs the config file (HOOKBOX_CONFIG, else ./hookbox.toml) or --retention-days.
     Verify {
         /// Re-derive drifted projection rows from the inbox.
         #[arg(long)]
         repair: bool,
+        #[command(flatten)]
+        retention: RetentionArg,
     },
+}
+
+#[derive(clap::Args)]
+struct RetentionArg {
+    /// The archive retention in days, instead of server.retention_days of the config file.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    retention_days: Option<u32>,
 }
 
 #[derive(Subcommand)]
@@ -120,8 +134,10 @@ async fn main() -> ExitCode {
             UserCommand::List => server::users::list().await,
             UserCommand::Remove { name } => server::users::remove(&name).await,
         },
-        Command::Purge => server::maintenance::purge().await,
-        Command::Verify { repair } => server::maintenance::verify(repair).await,
+        Command::Purge { retention } => server::maintenance::purge(retention.retention_days).await,
+        Command::Verify { repair, retention } => {
+            server::maintenance::verify(repair, retention.retention_days).await
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,33 +1,100 @@
 //! `hookbox purge` and `hookbox verify [--repair]`: maintenance from the shell, with the same
 //! configuration and database as the server.
+//!
+//! Both need a retention: `--retention-days N`, else `server.retention_days` of the config file
+//! the server reads. Without either they refuse, before touching the database, rather than purge
+//! (or judge the archive) by a default nobody chose. Both print the retention, where it came
+//! from and the cutoff it gives.
 
 use crate::serve::connect_and_migrate;
 use anyhow::{Context, bail};
-use app::config::Config;
+use app::config::{CONFIG_ENV, Config, DEFAULT_CONFIG_FILE};
 use app::maintenance::{purge, verify};
+use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
+use std::fmt;
+use std::path::Path;
 
-/// Applies the archive retention now and prints how many rows went.
-pub async fn purge() -> anyhow::Result<()> {
-    let config = Config::load_from_env()?;
+/// The archive retention a command applies, and where it was read.
+struct Retention {
+    days: u32,
+    from: String,
+}
+
+impl Retention {
+    /// `--retention-days` if given, else the config file `hookbox serve` would load; neither is
+    /// an error naming where the file was looked for.
+    fn resolve(flag: Option<u32>) -> anyhow::Result<Retention> {
+        if let Some(days) = flag {
+            return Ok(Retention {
+                days,
+                from: "--retention-days".into(),
+            });
+        }
+        let config = Config::load_from_env()?;
+        let Some(path) = config.path else {
+            bail!(
+                "no config file to take server.retention_days from: {CONFIG_ENV} is unset and \
+                 there is no {}; give --retention-days N, or set {CONFIG_ENV} to the config file",
+                absolute(Path::new(DEFAULT_CONFIG_FILE))
+            );
+        };
+        Ok(Retention {
+            days: config.server.retention_days,
+            from: absolute(&path),
+        })
+    }
+
+    /// Archive rows received before this instant are past the retention (whole seconds, so the
+    /// printed cutoff is the one applied).
+    fn cutoff(&self) -> DateTime<Utc> {
+        purge::retention_cutoff(Utc::now(), self.days).trunc_subsecs(0)
+    }
+}
+
+impl fmt::Display for Retention {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = if self.days == 1 { "day" } else { "days" };
+        write!(f, "retention {} {unit} (from {})", self.days, self.from)
+    }
+}
+
+fn absolute(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Applies the archive retention now and prints the cutoff, then how many rows went.
+pub async fn purge(retention_days: Option<u32>) -> anyhow::Result<()> {
+    let retention = Retention::resolve(retention_days)?;
+    let cutoff = retention.cutoff();
+    println!(
+        "{retention}: purging archive rows received before {}",
+        timestamp(cutoff)
+    );
     let db = connect_and_migrate().await?;
-    let retention_days = config.server.retention_days;
-    let cutoff = purge::retention_cutoff(chrono::Utc::now(), retention_days);
     let rows = purge::purge_archive(&db, cutoff, purge::DEFAULT_BATCH)
         .await
         .context("purge the archive")?;
-    println!(
-        "purged {rows} archive rows received before {} (retention_days = {retention_days})",
-        cutoff.to_rfc3339()
-    );
+    println!("purged {rows} archive rows");
     Ok(())
 }
 
-/// Checks the invariants, prints every drift with its repair, records the run; fails (exit code 1)
-/// while drift remains.
-pub async fn verify(repair: bool) -> anyhow::Result<()> {
-    let config = Config::load_from_env()?;
+/// Checks the invariants, prints the cutoff and every drift with its repair, records the run;
+/// fails (exit code 1) while drift remains.
+pub async fn verify(repair: bool, retention_days: Option<u32>) -> anyhow::Result<()> {
+    let retention = Retention::resolve(retention_days)?;
+    let cutoff = retention.cutoff();
+    println!(
+        "{retention}: inbox rows received from {} on must have an archive row",
+        timestamp(cutoff)
+    );
     let db = connect_and_migrate().await?;
-    let cutoff = purge::retention_cutoff(chrono::Utc::now(), config.server.retention_days);
     let report = verify::verify(&db, cutoff, repair)
         .await
         .context("verify the invariants")?;

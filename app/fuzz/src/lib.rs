@@ -19,7 +19,7 @@ use envelope::{Field, FieldRef, Mapping, Mode, parse_envelope};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use schemes::Scheme;
 
-/// The mappings a source can have: the contract's envelope, a provider-style one with nested
+/// The mappings a source can have: the snapshot envelope, a provider-style one with nested
 /// pointers, and a dedup one with the event id in a header (falling back to the body).
 fn mapping(selector: u8) -> Mapping {
     let at = |spec: &str| Some(Field::from(FieldRef::parse(spec).expect("a valid place")));

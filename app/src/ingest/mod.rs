@@ -12,7 +12,8 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
 use sql::Sql;
 
-/// What became of a delivery (contract sections 4 and 6).
+/// What became of a delivery: its answer and its archive status (`docs/webhooks.md`, sections 4
+/// and 6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// New event; the projection moved to its revision.

@@ -1,5 +1,5 @@
 //! Archive retention: archive rows (`webhook_events`) older than `retention_days` are deleted.
-//! The inbox and the projection are never purged (contract section 5.6).
+//! The inbox and the projection are never purged (guarantee 6 of `docs/webhooks.md`).
 //!
 //! Deletion goes in small batches, each statement its own transaction, so no lock is held for
 //! long and ingest (which only inserts new archive rows) never waits on a purge.

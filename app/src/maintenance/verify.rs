@@ -1,6 +1,7 @@
-//! `hookbox verify`: checks that the projection, the inbox and the archive agree (contract
-//! section 5), reports every drift with a suggested repair, and with `--repair` re-derives drifted
-//! projection rows from the inbox. Every run is recorded in `verify_runs` for the dashboard.
+//! `hookbox verify`: checks that the projection, the inbox and the archive agree (as the
+//! guarantees of `docs/webhooks.md` imply), reports every drift with a suggested repair, and with
+//! `--repair` re-derives drifted projection rows from the inbox. Every run is recorded in
+//! `verify_runs` for the dashboard.
 //!
 //! The invariants:
 //! - each object of a snapshot source (inbox rows with a revision) has an `object_state` row at

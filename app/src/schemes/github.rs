@@ -42,10 +42,7 @@ mod tests {
 
     #[test]
     fn vectors() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors/github.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/github.json");
         assert!(run_vectors(SCHEME, path, 300) > 0);
     }
 

@@ -1,4 +1,5 @@
-//! How hookbox authenticates a delivery, one file per signing scheme (CONTRACT.md section 3).
+//! How hookbox authenticates a delivery, one file per signing scheme (the schemes table of
+//! `docs/webhooks.md`).
 //!
 //! A configured secret is turned into key bytes once, at start-up ([`Scheme::parse_secret`]), so a
 //! bad secret stops the process instead of failing every request. [`Scheme::verify`] then checks a
@@ -6,7 +7,8 @@
 //! parsed without panicking, and signatures are compared in constant time so a forger cannot
 //! learn how close a guess came. [`Scheme::sign`] is the sender's side, for `hookbox send` and tests.
 //!
-//! The exact rules, and the vectors the tests run, are in `shared/vectors/README.md`.
+//! The vectors the tests run, their format, their sources and the points where the providers'
+//! own libraries differ are in `app/tests/vectors/README.md`.
 
 mod github;
 mod hmac_sha256;

@@ -50,15 +50,13 @@ mod tests {
     const SCHEME: Scheme = Scheme::Paddle;
     const NAMES: [&str; 1] = [SIGNATURE];
 
-    /// The Paddle SDKs' drift limit, which the vectors' time-drift cases test (README section 5).
+    /// The Paddle SDKs' drift limit, which the vectors' time-drift cases test
+    /// (`app/tests/vectors/README.md`).
     const PADDLE_SDK_TOLERANCE: u64 = 5;
 
     #[test]
     fn vectors() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors/paddle.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/paddle.json");
         assert!(run_vectors(SCHEME, path, PADDLE_SDK_TOLERANCE) > 0);
     }
 

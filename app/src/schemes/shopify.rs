@@ -41,10 +41,7 @@ mod tests {
 
     #[test]
     fn vectors() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors/shopify.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/shopify.json");
         assert!(run_vectors(SCHEME, path, 300) > 0);
     }
 

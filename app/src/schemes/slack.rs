@@ -57,10 +57,7 @@ mod tests {
 
     #[test]
     fn vectors() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors/slack.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/slack.json");
         assert!(run_vectors(SCHEME, path, 300) > 0);
     }
 

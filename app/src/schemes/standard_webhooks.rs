@@ -132,26 +132,20 @@ mod tests {
     fn vectors_standard_webhooks() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors/standard-webhooks.json"
+            "/tests/vectors/standard-webhooks.json"
         );
         assert!(run_vectors(SCHEME, path, 300) > 0);
     }
 
     #[test]
     fn vectors_svix() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors/svix.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/svix.json");
         assert!(run_vectors(SCHEME, path, 300) > 0);
     }
 
     #[test]
     fn vectors_svix_large() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors/svix-large.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/svix-large.json");
         assert!(run_vectors(SCHEME, path, 300) > 0);
     }
 

@@ -49,10 +49,7 @@ mod tests {
 
     #[test]
     fn vectors() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors/stripe.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/stripe.json");
         assert!(run_vectors(SCHEME, path, 300) > 0);
     }
 

@@ -17,7 +17,7 @@ pub const NOW: i64 = 1_700_000_000;
 /// `now` for vectors of schemes without a timestamp (the file gives none; it must not matter).
 const NO_TIMESTAMP_NOW: i64 = 0;
 
-/// One entry of a `shared/vectors/*.json` file (format in its README).
+/// One entry of an `app/tests/vectors/*.json` file (format in the README beside them).
 #[derive(Deserialize)]
 struct Vector {
     name: String,
