@@ -34,6 +34,9 @@ pub enum SignInError {
     Invalid,
     #[error("too many failed sign-ins; try again in {minutes} minutes")]
     Throttled { minutes: i64 },
+    /// Every password check slot of this process is taken (a burst of sign-ins).
+    #[error("too many sign-ins at once; try again in a moment")]
+    Busy,
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -160,32 +163,80 @@ pub async fn ensure_admin(db: &Db, password: Option<String>) -> Result<Option<St
     Ok(generated.then_some(password))
 }
 
+/// The longest password checked; Argon2 takes any length, but there is no reason to hash
+/// megabytes an unauthenticated caller sent.
+pub const MAX_PASSWORD_BYTES: usize = 1024;
+
+/// Password checks running at once in this process: each Argon2 check holds about 19 MiB and a
+/// core for its duration, so more than the cores only queue and cost memory.
+fn password_checks() -> &'static tokio::sync::Semaphore {
+    static CHECKS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    CHECKS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        tokio::sync::Semaphore::new(cores)
+    })
+}
+
 /// Checks a password (throttled) and opens a session. Returns the user and the session token.
+///
+/// In this order, so that what an unauthenticated caller can make hookbox spend is bounded:
+/// a name that cannot exist is refused without touching the database or the audit log; when
+/// every password check slot of the process is busy the attempt is refused at once (429);
+/// the attempt is recorded as a failure *before* the hash is checked, so parallel attempts
+/// count each other, and then the throttle is read (this attempt included); only then Argon2.
 pub async fn sign_in(
     db: &Db,
     name: &str,
     password: &str,
     address: &str,
 ) -> Result<(User, String), SignInError> {
+    if !valid_user_name(name) || password.is_empty() || password.len() > MAX_PASSWORD_BYTES {
+        return Err(SignInError::Invalid);
+    }
+    let Ok(_slot) = password_checks().try_acquire() else {
+        return Err(SignInError::Busy);
+    };
+
+    // Counted first, as a failure until the password proves right.
+    let attempt = db
+        .conn
+        .query_one_raw(statement(
+            db,
+            "INSERT INTO audit_log (at, actor, action, target, outcome, detail, address)
+             VALUES ($1, $2, 'sign_in', NULL, 'failed', NULL, $3) RETURNING id",
+            vec![Utc::now().into(), name.into(), address.into()],
+        ))
+        .await?
+        .ok_or(DbErr::RecordNotInserted)?
+        .try_get::<i64>("", "id")?;
+    let set_outcome = |outcome: &'static str| {
+        db.conn.execute_raw(statement(
+            db,
+            "UPDATE audit_log SET outcome = $2 WHERE id = $1",
+            vec![attempt.into(), outcome.into()],
+        ))
+    };
+
     let since = Utc::now() - Duration::minutes(THROTTLE_WINDOW_MINUTES);
     let failures = |column: &'static str, value: &str| {
         let sql = format!(
-            "SELECT count(*) FROM audit_log WHERE action = 'sign_in' AND outcome = 'failed' AND {column} = $1 AND at > $2"
+            "SELECT count(*) AS failures FROM audit_log WHERE action = 'sign_in' AND outcome = 'failed' AND {column} = $1 AND at > $2"
         );
         let stmt = statement(db, &sql, vec![value.into(), since.into()]);
         async move {
             db.conn
                 .query_one_raw(stmt)
                 .await?
-                .map(|r| r.try_get_by_index::<i64>(0))
+                .map(|r| r.try_get::<i64>("", "failures"))
                 .transpose()
                 .map(|n| n.unwrap_or(0))
         }
     };
-    if failures("actor", name).await? >= MAX_FAILURES_PER_USER
-        || failures("address", address).await? >= MAX_FAILURES_PER_ADDRESS
+    // This attempt is one of the failures counted: the limit is on the ones before it.
+    if failures("actor", name).await? > MAX_FAILURES_PER_USER
+        || failures("address", address).await? > MAX_FAILURES_PER_ADDRESS
     {
-        audit(db, name, "sign_in", None, "throttled", None, Some(address)).await?;
+        set_outcome("throttled").await?;
         return Err(SignInError::Throttled {
             minutes: THROTTLE_WINDOW_MINUTES,
         });
@@ -201,10 +252,10 @@ pub async fn sign_in(
         .await?;
     let found = match row {
         Some(row) => {
-            let role: String = row.try_get_by_index(2)?;
+            let role: String = row.try_get("", "role")?;
             Some((
-                row.try_get_by_index::<i64>(0)?,
-                row.try_get_by_index::<String>(1)?,
+                row.try_get::<i64>("", "id")?,
+                row.try_get::<String>("", "password_hash")?,
                 Role::parse(&role),
             ))
         }
@@ -221,10 +272,7 @@ pub async fn sign_in(
         .unwrap_or(false);
     let (id, role) = match found {
         Some((id, _, Some(role))) if matches => (id, role),
-        _ => {
-            audit(db, name, "sign_in", None, "failed", None, Some(address)).await?;
-            return Err(SignInError::Invalid);
-        }
+        _ => return Err(SignInError::Invalid),
     };
 
     let token = format!(
@@ -240,7 +288,7 @@ pub async fn sign_in(
             vec![token_hash(&token).into(), id.into(), now.into(), (now + session_lifetime()).into()],
         ))
         .await?;
-    audit(db, name, "sign_in", None, "succeeded", None, Some(address)).await?;
+    set_outcome("succeeded").await?;
     Ok((
         User {
             id,
@@ -355,29 +403,6 @@ pub struct AuditEntry<'a> {
     pub outcome: &'a str,
     pub detail: Option<&'a str>,
     pub address: Option<&'a str>,
-}
-
-async fn audit(
-    db: &Db,
-    actor: &str,
-    action: &str,
-    target: Option<&str>,
-    outcome: &str,
-    detail: Option<&str>,
-    address: Option<&str>,
-) -> Result<(), DbErr> {
-    audit_on(
-        &db.conn,
-        AuditEntry {
-            actor,
-            action,
-            target,
-            outcome,
-            detail,
-            address,
-        },
-    )
-    .await
 }
 
 #[cfg(test)]

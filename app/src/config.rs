@@ -16,6 +16,9 @@ pub const DEFAULT_RETENTION_DAYS: u32 = 90;
 /// How long a client may take to send a request's headers (and how long an idle keep-alive
 /// connection stays open).
 pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 30;
+pub const DEFAULT_BODY_READ_TIMEOUT_SECS: u64 = 30;
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
+pub const DEFAULT_AUDIT_RETENTION_DAYS: u32 = 365;
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 /// The environment variable that names the config file.
 pub const CONFIG_ENV: &str = "HOOKBOX_CONFIG";
@@ -27,6 +30,9 @@ const SERVER_KEYS: &[&str] = &[
     "max_body_bytes",
     "retention_days",
     "header_read_timeout_secs",
+    "body_read_timeout_secs",
+    "request_timeout_secs",
+    "audit_retention_days",
 ];
 const SOURCE_KEYS: &[&str] = &[
     "name",
@@ -56,6 +62,12 @@ pub struct ServerSettings {
     pub max_body_bytes: usize,
     pub retention_days: u32,
     pub header_read_timeout_secs: u64,
+    /// How long a webhook body may take to arrive, in all (not per chunk): then 408.
+    pub body_read_timeout_secs: u64,
+    /// The deadline of every request, head to answer: then 408.
+    pub request_timeout_secs: u64,
+    /// How long audit rows (sign-ins, replays) are kept.
+    pub audit_retention_days: u32,
 }
 
 impl Default for ServerSettings {
@@ -64,6 +76,9 @@ impl Default for ServerSettings {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             retention_days: DEFAULT_RETENTION_DAYS,
             header_read_timeout_secs: DEFAULT_HEADER_READ_TIMEOUT_SECS,
+            body_read_timeout_secs: DEFAULT_BODY_READ_TIMEOUT_SECS,
+            request_timeout_secs: DEFAULT_REQUEST_TIMEOUT_SECS,
+            audit_retention_days: DEFAULT_AUDIT_RETENTION_DAYS,
         }
     }
 }
@@ -215,6 +230,15 @@ fn read_server(mut keys: Keys<'_>) -> ServerSettings {
         header_read_timeout_secs: keys
             .number("header_read_timeout_secs", 1)
             .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT_SECS),
+        body_read_timeout_secs: keys
+            .number("body_read_timeout_secs", 1)
+            .unwrap_or(DEFAULT_BODY_READ_TIMEOUT_SECS),
+        request_timeout_secs: keys
+            .number("request_timeout_secs", 1)
+            .unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS),
+        audit_retention_days: keys
+            .number("audit_retention_days", 1)
+            .unwrap_or(DEFAULT_AUDIT_RETENTION_DAYS),
     }
 }
 

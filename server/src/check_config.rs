@@ -14,13 +14,19 @@ pub fn run(file: Option<PathBuf>) -> anyhow::Result<()> {
     let Some(path) = file.or_else(Config::path_from_env) else {
         bail!("no config file to check: give FILE, set HOOKBOX_CONFIG or create ./hookbox.toml");
     };
+    let proxies = crate::proxies::TrustedProxies::from_env();
     match Config::load(&path, &|name| std::env::var(name).ok()) {
         Ok(config) => {
+            let proxies = proxies.map_err(anyhow::Error::msg)?;
             print!("{}", summary(&config));
+            println!("{}", proxies.describe());
             Ok(())
         }
         Err(ConfigErrors(problems)) => {
             for problem in &problems {
+                eprintln!("{problem}");
+            }
+            if let Err(problem) = proxies {
                 eprintln!("{problem}");
             }
             let n = problems.len();

@@ -11,11 +11,18 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// How long a sender is asked to wait before retrying when the database is unavailable.
 pub const RETRY_AFTER_SECS: u64 = 5;
+
+/// How much of a too-large body is read and thrown away so that a sender that writes its whole
+/// body before reading the answer receives the 413 instead of a reset connection. Beyond it the
+/// connection is closed.
+pub const DISCARD_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Header values never written to the archive: they may carry credentials.
 const REDACTED_HEADERS: &[&str] = &[
@@ -38,44 +45,12 @@ pub async fn receive(
         );
     };
 
-    if let Some(per_sec) = source.rate_limit_per_sec
-        && let Err(wait) = state.limiter.take(&source.name, per_sec)
-    {
-        metrics::counter!("hookbox_rate_limited_total", "source" => source.name.clone())
-            .increment(1);
-        let mut response = answer(
-            StatusCode::TOO_MANY_REQUESTS,
-            json!({"status": "rate_limited", "reason": format!("more than {per_sec} deliveries a second for this source")}),
-        );
-        let retry_after = wait.as_secs().max(1);
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
-        return response;
-    }
-
     let limit = state.config.server.max_body_bytes;
-    let too_large = || {
-        answer(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            json!({"status": "invalid", "reason": format!("body is larger than {limit} bytes")}),
-        )
-    };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return too_large();
-    }
-    let body = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => return too_large(),
-        Err(_) => {
-            return answer(
-                StatusCode::BAD_REQUEST,
-                json!({"status": "invalid", "reason": "the request body could not be read"}),
-            );
-        }
+    // In all, not per chunk: a sender trickling its body cannot hold a connection longer.
+    let deadline = Duration::from_secs(state.config.server.body_read_timeout_secs);
+    let body = match read_body(body, &headers, limit, deadline).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal.into_response(),
     };
 
     let now = chrono::Utc::now();
@@ -91,6 +66,23 @@ pub async fn receive(
             .increment(1);
         return answer(StatusCode::UNAUTHORIZED, json!({"status": "unauthorized"}));
     }
+    // Counted only once the sender is authenticated: unsigned junk cannot spend a genuine
+    // sender's allowance.
+    if let Some(per_sec) = source.rate_limit_per_sec
+        && let Err(wait) = state.limiter.take(&source.name, per_sec)
+    {
+        metrics::counter!("hookbox_rate_limited_total", "source" => source.name.clone())
+            .increment(1);
+        let mut response = answer(
+            StatusCode::TOO_MANY_REQUESTS,
+            json!({"status": "rate_limited", "reason": format!("more than {per_sec} deliveries a second for this source")}),
+        );
+        let retry_after = wait.as_secs().max(1);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        return response;
+    }
     if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
         tracing::info!(source = %source.name, "provider handshake answered (not archived)");
         return answer(StatusCode::OK, reply);
@@ -104,6 +96,10 @@ pub async fn receive(
         received_at: now,
         replay_of: None,
         replayed_by: None,
+        signed_body_digest: source
+            .scheme
+            .signs_body_only()
+            .then(|| ingest::body_digest(&body)),
     };
     let request_id = headers
         .get("x-request-id")
@@ -185,6 +181,10 @@ fn outcome_answer(
             StatusCode::OK,
             json!({"status": "duplicate", "event_id": event_id, "idempotent": true}),
         ),
+        Outcome::ReplayedBody { original_event_id } => answer(
+            StatusCode::OK,
+            json!({"status": "duplicate", "event_id": original_event_id, "idempotent": true, "delivered_as": event_id}),
+        ),
         Outcome::ReusedEventId | Outcome::ReusedRevision { .. } => {
             let mut body = json!({
                 "status": "conflict",
@@ -245,4 +245,105 @@ fn archived_headers(headers: &HeaderMap) -> String {
         map.insert(name.as_str().to_string(), Value::String(value));
     }
     Value::Object(map).to_string()
+}
+
+/// Why a request body was not read.
+enum BodyRefusal {
+    TooLarge { limit: usize },
+    TimedOut { deadline: Duration },
+    Unreadable,
+}
+
+impl IntoResponse for BodyRefusal {
+    fn into_response(self) -> Response {
+        match self {
+            BodyRefusal::TooLarge { limit } => {
+                let mut response = answer(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    json!({"status": "invalid", "reason": format!("body is larger than {limit} bytes")}),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                response
+            }
+            BodyRefusal::TimedOut { deadline } => {
+                let mut response = answer(
+                    StatusCode::REQUEST_TIMEOUT,
+                    json!({"status": "invalid", "reason": format!("the request body did not arrive within {} s", deadline.as_secs())}),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                response
+            }
+            BodyRefusal::Unreadable => answer(
+                StatusCode::BAD_REQUEST,
+                json!({"status": "invalid", "reason": "the request body could not be read"}),
+            ),
+        }
+    }
+}
+
+/// Reads the body, at most `limit` bytes, within `deadline` in all. A larger body is read on and
+/// discarded (up to [`DISCARD_BYTES`], within the same deadline) before the 413, so the answer
+/// reaches a sender that reads only after writing.
+async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+    deadline: Duration,
+) -> Result<Bytes, BodyRefusal> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let read = async {
+        let mut body = body;
+        if let Some(declared) = declared.filter(|n| *n > limit as u64) {
+            // A client waiting for `100 Continue` has sent nothing yet, and one announcing more
+            // than we would discard is answered at once.
+            let waits = headers
+                .get(header::EXPECT)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+            if !waits && declared <= DISCARD_BYTES {
+                discard(&mut body, declared).await;
+            }
+            return Err(BodyRefusal::TooLarge { limit });
+        }
+        let mut buffer = BytesMut::with_capacity(declared.map_or(0, |n| n as usize));
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else {
+                return Err(BodyRefusal::Unreadable);
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if buffer.len() + data.len() > limit {
+                discard(&mut body, DISCARD_BYTES).await;
+                return Err(BodyRefusal::TooLarge { limit });
+            }
+            buffer.extend_from_slice(&data);
+        }
+        Ok(buffer.freeze())
+    };
+    tokio::time::timeout(deadline, read)
+        .await
+        .unwrap_or(Err(BodyRefusal::TimedOut { deadline }))
+}
+
+/// Reads and drops what is left of a body, up to `at_most` bytes (never more than
+/// [`DISCARD_BYTES`]); stops early at an error.
+async fn discard(body: &mut Body, at_most: u64) {
+    let at_most = at_most.min(DISCARD_BYTES);
+    let mut seen: u64 = 0;
+    while seen <= at_most {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    seen += data.len() as u64;
+                }
+            }
+            _ => return,
+        }
+    }
 }

@@ -4,6 +4,7 @@ pub mod check_config;
 pub mod hooks;
 pub mod maintenance;
 pub mod metrics;
+pub mod proxies;
 pub mod rate_limit;
 pub mod routes;
 pub mod send;
@@ -21,6 +22,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub limiter: Arc<rate_limit::RateLimiter>,
     pub metrics: metrics_exporter_prometheus::PrometheusHandle,
+    /// Whose `X-Forwarded-For` names the client (`HOOKBOX_TRUSTED_PROXIES`).
+    pub trusted_proxies: Arc<proxies::TrustedProxies>,
 }
 
 impl AppState {
@@ -30,6 +33,7 @@ impl AppState {
             config,
             limiter: Arc::default(),
             metrics: metrics::install(),
+            trusted_proxies: Arc::default(),
         }
     }
 }

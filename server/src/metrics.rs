@@ -42,7 +42,7 @@ pub fn install() -> PrometheusHandle {
 pub async fn render(State(state): State<AppState>) -> Response {
     let (size, idle, max) = match state.db.backend() {
         sea_orm::DatabaseBackend::Postgres => {
-            let pool = state.db.conn.get_postgres_connection_pool();
+            let pool = state.db.writer.get_postgres_connection_pool();
             (
                 pool.size(),
                 pool.num_idle() as u32,
@@ -50,7 +50,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
             )
         }
         _ => {
-            let pool = state.db.conn.get_sqlite_connection_pool();
+            let pool = state.db.writer.get_sqlite_connection_pool();
             (
                 pool.size(),
                 pool.num_idle() as u32,

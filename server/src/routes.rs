@@ -18,7 +18,7 @@ use std::time::Duration;
 use tower_http::request_id::{
     MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
 };
-use tower_http::timeout::RequestBodyTimeoutLayer;
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
@@ -29,8 +29,6 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics::render))
-        // A sender that trickles its body cannot hold a connection forever.
-        .layer(RequestBodyTimeoutLayer::new(BODY_READ_TIMEOUT))
         .with_state(state.clone());
 
     let routes = generate_route_list(App);
@@ -43,6 +41,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
                 move || {
                     leptos::prelude::provide_context(state.db.clone());
                     leptos::prelude::provide_context(state.config.clone());
+                    set_content_security_policy();
                 }
             },
             {
@@ -57,11 +56,18 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
             state.clone(),
             guard_dashboard,
         ))
-        .layer(axum::Extension(state));
+        .layer(middleware::from_fn(security_headers))
+        .layer(axum::Extension(state.clone()));
 
     let request_id = HeaderName::from_static("x-request-id");
+    let deadline = Duration::from_secs(state.config.server.request_timeout_secs);
     webhooks
         .merge(dashboard)
+        // Every request, head to answer, within the deadline: a slow body on /api/* too.
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            deadline,
+        ))
         .route_layer(middleware::from_fn(metrics::time_requests))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
@@ -69,10 +75,80 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
         }))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(SetRequestIdLayer::new(request_id, RandomRequestId))
+        .layer(middleware::from_fn(drop_unfit_request_id))
 }
 
-/// How long a request body may take to arrive.
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest `x-request-id` kept from a client or proxy.
+pub const MAX_REQUEST_ID_LEN: usize = 64;
+
+/// A client's `x-request-id` goes into logs, response headers and 503 bodies: one that is long
+/// or holds anything but letters, digits, `-`, `_`, `.` and `:` is replaced by a random one.
+async fn drop_unfit_request_id(mut request: Request, next: Next) -> Response {
+    let fit = |v: &HeaderValue| {
+        let bytes = v.as_bytes();
+        !bytes.is_empty()
+            && bytes.len() <= MAX_REQUEST_ID_LEN
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
+    };
+    let headers = request.headers_mut();
+    let values: Vec<&HeaderValue> = headers.get_all("x-request-id").iter().collect();
+    if values.len() > 1 || values.first().is_some_and(|v| !fit(v)) {
+        headers.remove("x-request-id");
+    }
+    next.run(request).await
+}
+
+/// The policy of every page: scripts only from hookbox itself and the inline hydration script
+/// carrying this response's nonce, no framing, no plug-ins, forms and connections to hookbox.
+fn content_security_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+         form-action 'self'; frame-ancestors 'none'"
+    )
+}
+
+/// On a rendered page: the policy with the nonce Leptos put on its scripts.
+fn set_content_security_policy() {
+    use leptos::prelude::use_context;
+    if let (Some(nonce), Some(response)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) && let Ok(value) = HeaderValue::from_str(&content_security_policy(&nonce))
+    {
+        response.insert_header(header::CONTENT_SECURITY_POLICY, value);
+    }
+}
+
+/// The usual headers on every dashboard response; a page rendered without a nonce (the 404
+/// page) gets a policy that allows no inline script at all.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "same-origin"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    let html = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
+    if html && !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; \
+                 img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; \
+                 frame-ancestors 'none'",
+            ),
+        );
+    }
+    response
+}
 
 /// A random id for every request (kept when a proxy already set `x-request-id`): on every log
 /// line of the request, in its response headers and in every 5xx body.
@@ -146,7 +222,12 @@ async fn guard_dashboard(
     let address = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip().to_string())
+        .map(|ConnectInfo(addr)| {
+            state
+                .trusted_proxies
+                .client_address(addr.ip(), request.headers())
+                .to_string()
+        })
         .unwrap_or_else(|| "unknown".into());
     request.extensions_mut().insert(ClientAddress(address));
     let path = request.uri().path().to_string();

@@ -41,7 +41,7 @@ pub async fn connect_and_migrate() -> anyhow::Result<Db> {
     let db = Db::connect(&url)
         .await
         .with_context(|| format!("connect to the database ({})", redact_url(&url)))?;
-    Migrator::up(&db.conn, None)
+    Migrator::up(&db.writer, None)
         .await
         .context("migrate the schema")?;
     Ok(db)
@@ -49,6 +49,7 @@ pub async fn connect_and_migrate() -> anyhow::Result<Db> {
 
 pub async fn run() -> anyhow::Result<()> {
     let config = Config::load_from_env()?;
+    let trusted_proxies = crate::proxies::TrustedProxies::from_env().map_err(anyhow::Error::msg)?;
     let db = connect_and_migrate().await?;
     bootstrap_admin(&db).await?;
     let addr = site_addr()?;
@@ -69,12 +70,9 @@ pub async fn run() -> anyhow::Result<()> {
         db.clone(),
         config.server.retention_days,
     ));
-    serve(
-        listener,
-        AppState::new(db, Arc::new(config)),
-        shutdown_signal(),
-    )
-    .await
+    let mut state = AppState::new(db, Arc::new(config));
+    state.trusted_proxies = Arc::new(trusted_proxies);
+    serve(listener, state, shutdown_signal()).await
 }
 
 /// Serves on a bound listener until `shutdown` resolves, then lets requests in flight finish
@@ -84,7 +82,7 @@ pub async fn run() -> anyhow::Result<()> {
 /// builder can bound how long a client takes to send its headers: a connection that has not
 /// delivered a complete request head within `server.header_read_timeout_secs` (idle keep-alive
 /// connections included) is closed, so slow or silent clients cannot hold connections forever.
-/// Bodies are bounded separately (`routes::BODY_READ_TIMEOUT`). HTTP/1.1 only: hookbox sits
+/// Bodies are bounded separately (`server.body_read_timeout_secs`, and every request by `server.request_timeout_secs`). HTTP/1.1 only: hookbox sits
 /// behind a load balancer that speaks HTTP/1.1 to it.
 pub async fn serve(
     listener: TcpListener,

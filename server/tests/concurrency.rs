@@ -25,6 +25,7 @@ fn received(body: &str) -> Received<'_> {
         received_at: chrono::Utc::now(),
         replay_of: None,
         replayed_by: None,
+        signed_body_digest: None,
     }
 }
 

@@ -30,6 +30,7 @@ async fn deliver(db: &Db, body: &str, at: DateTime<Utc>, replay_of: Option<i64>)
         received_at: at,
         replay_of,
         replayed_by: replay_of.map(|_| "admin"),
+        signed_body_digest: None,
     };
     ingest::apply_delivery(db, Mode::Snapshot, &received, &envelope)
         .await
@@ -430,6 +431,7 @@ async fn a_repair_waits_for_a_delivery_holding_the_row_and_derives_from_what_it_
         received_at: Utc::now(),
         replay_of: None,
         replayed_by: None,
+        signed_body_digest: None,
     };
     let txn = ingest::begin(&db).await.expect("begin");
     let held = ingest::apply_in(&txn, Mode::Snapshot, &received, &envelope)

@@ -49,13 +49,13 @@ async fn a_delivery_waiting_for_a_pool_connection_shows_in_the_waiting_gauge() {
     // Every connection of the pool taken by an open transaction.
     let max = app
         .db
-        .conn
+        .writer
         .get_postgres_connection_pool()
         .options()
         .get_max_connections();
     let mut held = Vec::new();
     for _ in 0..max {
-        held.push(app.db.conn.begin().await.expect("a pool connection"));
+        held.push(app.db.writer.begin().await.expect("a pool connection"));
     }
 
     let sender = app.clone_handle();

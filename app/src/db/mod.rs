@@ -22,21 +22,42 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a SQLite writer waits for the write lock before giving up.
 pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long one statement of the dashboard (a page, a sign-in) may run on PostgreSQL.
+pub const DASHBOARD_STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a dashboard statement waits for a lock on PostgreSQL.
+pub const DASHBOARD_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+
 #[derive(Clone, Debug)]
 pub struct Db {
-    /// Every query but the ingest transaction.
+    /// The dashboard's pool: pages, server functions, sign-in, the audit log. On PostgreSQL a
+    /// pool of its own (`HOOKBOX_DASHBOARD_POOL_SIZE`, 4) whose statements stop after
+    /// [`DASHBOARD_STATEMENT_TIMEOUT`] and whose lock waits after [`DASHBOARD_LOCK_TIMEOUT`], so
+    /// a flood of sign-ins or heavy pages can neither take the connections deliveries need nor
+    /// hold locks they wait for.
     pub conn: DatabaseConnection,
-    /// Where ingest transactions run (`ingest::begin`). On PostgreSQL the same pool. SQLite lets
-    /// one writer in at a time, so there it is a pool of one connection: deliveries queue for it
-    /// in the pool, woken in turn, instead of polling SQLite's busy handler (which sleeps 1, 2,
-    /// 5 … 100 ms; `.ci/bench-sqlite` measured twice the p99 and nine times the fsyncs with eight
-    /// writers). The dashboard's reads keep their own pool beside it (WAL).
+    /// Where ingest transactions run (`ingest::begin`), and replays, maintenance and migrations:
+    /// `HOOKBOX_DB_POOL_SIZE` connections (16) on PostgreSQL. SQLite lets one writer in at a
+    /// time, so there it is a pool of one connection: deliveries queue for it in the pool, woken
+    /// in turn, instead of polling SQLite's busy handler (which sleeps 1, 2, 5 … 100 ms;
+    /// `.ci/bench-sqlite` measured twice the p99 and nine times the fsyncs with eight writers).
+    /// The dashboard's reads keep their own pool beside it (WAL).
     pub writer: DatabaseConnection,
 }
 
 impl Db {
     pub fn backend(&self) -> DatabaseBackend {
         self.conn.get_database_backend()
+    }
+
+    /// Where long maintenance statements run (purge, verify): without the dashboard's
+    /// statement timeout on PostgreSQL; on SQLite the read pool, so a long check never holds
+    /// the single writer connection.
+    pub fn maintenance(&self) -> &DatabaseConnection {
+        match self.backend() {
+            DatabaseBackend::Postgres => &self.writer,
+            _ => &self.conn,
+        }
     }
 
     /// `DATABASE_URL`, else the embedded default.
@@ -56,17 +77,34 @@ impl Db {
             let options = sea_orm::sqlx::postgres::PgConnectOptions::from_str(url)
                 .map_err(|e| DbErr::Custom(e.to_string()))?
                 .options([("default_transaction_isolation", "read committed")]);
-            let pool = PgPoolOptions::new()
-                .max_connections(pool_size(16))
-                .min_connections(0)
-                .acquire_timeout(ACQUIRE_TIMEOUT)
+            let dashboard_options = options.clone().options([
+                (
+                    "statement_timeout",
+                    format!("{}ms", DASHBOARD_STATEMENT_TIMEOUT.as_millis()),
+                ),
+                (
+                    "lock_timeout",
+                    format!("{}ms", DASHBOARD_LOCK_TIMEOUT.as_millis()),
+                ),
+            ]);
+            let sqlx_err = |e| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(e)));
+            let pool = |size: u32| {
+                PgPoolOptions::new()
+                    .max_connections(size)
+                    .min_connections(0)
+                    .acquire_timeout(ACQUIRE_TIMEOUT)
+            };
+            let writer = pool(pool_size("HOOKBOX_DB_POOL_SIZE", 16))
                 .connect_with(options)
                 .await
-                .map_err(|e| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(e))))?;
-            let conn = SqlxPostgresConnector::from_sqlx_postgres_pool(pool);
+                .map_err(sqlx_err)?;
+            let conn = pool(pool_size("HOOKBOX_DASHBOARD_POOL_SIZE", 4))
+                .connect_with(dashboard_options)
+                .await
+                .map_err(sqlx_err)?;
             Db {
-                writer: conn.clone(),
-                conn,
+                writer: SqlxPostgresConnector::from_sqlx_postgres_pool(writer),
+                conn: SqlxPostgresConnector::from_sqlx_postgres_pool(conn),
             }
         } else if url.starts_with("sqlite:") {
             // WAL lets readers run beside the writer; the busy timeout makes concurrent writers
@@ -85,7 +123,9 @@ impl Db {
                     .connect_with(options.clone())
             };
             let sqlx_err = |e| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(e)));
-            let conn = pool(pool_size(8)).await.map_err(sqlx_err)?;
+            let conn = pool(pool_size("HOOKBOX_DB_POOL_SIZE", 8))
+                .await
+                .map_err(sqlx_err)?;
             let writer = pool(1).await.map_err(sqlx_err)?;
             Db {
                 conn: SqlxSqliteConnector::from_sqlx_sqlite_pool(conn),
@@ -101,9 +141,9 @@ impl Db {
     }
 }
 
-/// `HOOKBOX_DB_POOL_SIZE`, else the backend's default.
-fn pool_size(default: u32) -> u32 {
-    std::env::var("HOOKBOX_DB_POOL_SIZE")
+/// A pool size from the environment variable `var`, else `default`.
+fn pool_size(var: &str, default: u32) -> u32 {
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|n| *n > 0)

@@ -27,6 +27,10 @@ pub enum Outcome {
     Accepted,
     /// The same event again: recorded, nothing changed.
     Duplicate,
+    /// A signed body that an earlier event carried, arriving under another delivery id: schemes
+    /// that sign only the body (GitHub, Shopify) leave the id unsigned, so this is a replay of
+    /// `original_event_id` (recorded as a duplicate of it), never a new event.
+    ReplayedBody { original_event_id: String },
     /// The event id was accepted before with other content.
     ReusedEventId,
     /// Another event id already holds this object revision.
@@ -40,7 +44,7 @@ impl Outcome {
     pub fn status(&self) -> &'static str {
         match self {
             Outcome::Applied { .. } | Outcome::Stale { .. } | Outcome::Accepted => "processed",
-            Outcome::Duplicate => "skipped",
+            Outcome::Duplicate | Outcome::ReplayedBody { .. } => "skipped",
             Outcome::ReusedEventId | Outcome::ReusedRevision { .. } | Outcome::Invalid { .. } => {
                 "failed"
             }
@@ -53,7 +57,7 @@ impl Outcome {
             Outcome::Applied { .. } => "applied",
             Outcome::Stale { .. } => "stale",
             Outcome::Accepted => "accepted",
-            Outcome::Duplicate => "duplicate",
+            Outcome::Duplicate | Outcome::ReplayedBody { .. } => "duplicate",
             Outcome::ReusedEventId => "reused_event_id",
             Outcome::ReusedRevision { .. } => "reused_revision",
             Outcome::Invalid { .. } => "invalid",
@@ -72,6 +76,9 @@ impl Outcome {
             Outcome::ReusedRevision {
                 existing_event_id: None,
             } => Some("object revision is already held by another event".into()),
+            Outcome::ReplayedBody { original_event_id } => Some(format!(
+                "the signed body was delivered before as event {original_event_id}: a replay under another delivery id"
+            )),
             Outcome::Invalid { reason } => Some(reason.clone()),
             _ => None,
         }
@@ -89,6 +96,16 @@ pub struct Received<'a> {
     /// The archive row a replay re-runs, and the operator who asked.
     pub replay_of: Option<i64>,
     pub replayed_by: Option<&'a str>,
+    /// SHA-256 of the body when the source's scheme signs the body alone (see
+    /// `Scheme::signs_body_only`): kept in the inbox, so the same signed body under a new
+    /// delivery id is recognised as a replay for as long as the inbox remembers the event.
+    pub signed_body_digest: Option<[u8; 32]>,
+}
+
+/// The SHA-256 of a body, for [`Received::signed_body_digest`].
+pub fn body_digest(body: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(body).into()
 }
 
 /// The result of a recorded delivery.
@@ -105,10 +122,59 @@ pub async fn apply_delivery(
     received: &Received<'_>,
     envelope: &Envelope,
 ) -> Result<Recorded, DbErr> {
-    let txn = begin(db).await?;
-    let recorded = apply_in(&txn, mode, received, envelope).await?;
-    txn.commit().await?;
-    Ok(recorded)
+    let attempt = async {
+        let txn = begin(db).await?;
+        let recorded = apply_in(&txn, mode, received, envelope).await?;
+        txn.commit().await?;
+        Ok(recorded)
+    };
+    match attempt.await {
+        Err(e) => match refusal(&e) {
+            // The transaction rolled back; the delivery is archived as invalid in a new one, so
+            // the sender gets a 422 it will not retry forever and the operator sees why.
+            Some(reason) => {
+                tracing::warn!(source = received.source, event_id = %envelope.event_id, error = %e, "the database refused a delivery");
+                let invalid = Invalid {
+                    http_status: 422,
+                    reason,
+                    event_id: Some(envelope.event_id.clone()),
+                    object_id: envelope.object_id.clone(),
+                    event_type: envelope.event_type.clone(),
+                };
+                record_invalid(db, received, &invalid).await
+            }
+            None => Err(e),
+        },
+        ok => ok,
+    }
+}
+
+/// Whether a database error is a deterministic refusal of this delivery's data, which a retry
+/// would meet again (PostgreSQL classes 22 data exception, 23 integrity constraint violation and
+/// 54 program limit exceeded; SQLite's too big, constraint, mismatch and range), and if so the
+/// reason to archive. Connection failures, timeouts, serialization failures, deadlocks and
+/// everything unknown stay errors: the sender gets a 503 and retries.
+pub fn refusal(error: &DbErr) -> Option<String> {
+    let (DbErr::Query(sea_orm::RuntimeErr::SqlxError(e))
+    | DbErr::Exec(sea_orm::RuntimeErr::SqlxError(e))) = error
+    else {
+        return None;
+    };
+    let sea_orm::sqlx::Error::Database(database) = e.as_ref() else {
+        return None;
+    };
+    let code = database.code()?;
+    let deterministic =
+        match database.try_downcast_ref::<sea_orm::sqlx::postgres::PgDatabaseError>() {
+            Some(_) => ["22", "23", "54"]
+                .iter()
+                .any(|class| code.starts_with(class)),
+            // SQLite reports its extended result code; the primary code is its low byte.
+            None => code
+                .parse::<i64>()
+                .is_ok_and(|n| matches!(n & 0xff, 18 | 19 | 20 | 25)),
+        };
+    deterministic.then(|| format!("the database refused this delivery: {}", database.message()))
 }
 
 /// Archives a delivery whose body broke the envelope rules (status `failed`, outcome `invalid`).
@@ -197,6 +263,7 @@ pub async fn apply_in<C: ConnectionTrait>(
         revision.into(),
         snapshot.into(),
         received.received_at.into(),
+        received.signed_body_digest.map(|d| d.to_vec()).into(),
     ];
     if sql.compares_canonical {
         claim_values.push(canonical.into());
@@ -214,7 +281,7 @@ pub async fn apply_in<C: ConnectionTrait>(
         } else {
             snapshot
         };
-        classify_unclaimed(txn, sql, mode, source, envelope, revision, content).await?
+        classify_unclaimed(txn, sql, mode, received, envelope, revision, content).await?
     } else {
         match (mode, envelope.object_id.as_deref(), revision, snapshot) {
             (Mode::Snapshot, Some(object_id), Some(revision), Some(snapshot)) => {
@@ -258,7 +325,10 @@ pub async fn apply_in<C: ConnectionTrait>(
     };
 
     let identity = ArchiveIdentity {
-        event_id: Some(&envelope.event_id),
+        event_id: Some(match &outcome {
+            Outcome::ReplayedBody { original_event_id } => original_event_id,
+            _ => &envelope.event_id,
+        }),
         object_id: envelope.object_id.as_deref(),
         revision,
         event_type: envelope.event_type.as_deref(),
@@ -274,11 +344,12 @@ async fn classify_unclaimed<C: ConnectionTrait>(
     txn: &C,
     sql: &Sql,
     mode: Mode,
-    source: &str,
+    received: &Received<'_>,
     envelope: &Envelope,
     revision: Option<i64>,
     content: Option<&str>,
 ) -> Result<Outcome, DbErr> {
+    let source = received.source;
     let existing = txn
         .query_one_raw(statement(
             txn,
@@ -292,6 +363,22 @@ async fn classify_unclaimed<C: ConnectionTrait>(
             ],
         ))
         .await?;
+    if existing.is_none()
+        && let Some(digest) = received.signed_body_digest
+    {
+        let original = txn
+            .query_one_raw(statement(
+                txn,
+                sql.signed_body_holder,
+                vec![source.into(), digest.to_vec().into()],
+            ))
+            .await?
+            .map(|row| row.try_get::<String>("", "event_id"))
+            .transpose()?;
+        if let Some(original_event_id) = original {
+            return Ok(Outcome::ReplayedBody { original_event_id });
+        }
+    }
     Ok(match existing {
         // Dedup sources promise nothing about content: the event id alone is the identity.
         Some(_) if mode == Mode::Dedup => Outcome::Duplicate,

@@ -6,14 +6,16 @@ use sea_orm::DatabaseBackend;
 pub(super) struct Sql {
     /// Whether content identity is the canonical text (SQLite) rather than the sent JSON (`jsonb`).
     pub compares_canonical: bool,
-    /// $1 source, $2 event_id, $3 object_id, $4 revision, $5 snapshot, $6 received_at
-    /// (SQLite also $7: the snapshot's canonical form)
+    /// $1 source, $2 event_id, $3 object_id, $4 revision, $5 snapshot, $6 received_at,
+    /// $7 signed_body_digest (SQLite also $8: the snapshot's canonical form)
     pub claim: &'static str,
     /// $1 source, $2 event_id, $3 object_id, $4 revision, $5 the snapshot's content
     /// (the sent text on PostgreSQL, the canonical form on SQLite) → one boolean, or no row
     pub same_content: &'static str,
     /// $1 source, $2 object_id, $3 revision → the event id holding that revision
     pub revision_holder: &'static str,
+    /// $1 source, $2 signed_body_digest → `event_id`, the event that carried that signed body
+    pub signed_body_holder: &'static str,
     /// $1 source, $2 object_id, $3 revision, $4 snapshot, $5 updated_at → a row only if it advanced
     pub advance_projection: &'static str,
     /// $1 source, $2 object_id
@@ -24,8 +26,8 @@ pub(super) struct Sql {
 
 const POSTGRES: Sql = Sql {
     compares_canonical: false,
-    claim: "INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, received_at)
-            VALUES ($1, $2, $3, $4, $5::jsonb, $6)
+    claim: "INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, received_at, signed_body_digest)
+            VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
             ON CONFLICT DO NOTHING
             RETURNING event_id",
     // jsonb equality: key order and white space ignored, numbers by value.
@@ -34,6 +36,7 @@ const POSTGRES: Sql = Sql {
                        AND snapshot IS NOT DISTINCT FROM $5::jsonb) AS same_content
                    FROM webhook_inbox WHERE source = $1 AND event_id = $2",
     revision_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision = $3",
+    signed_body_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND signed_body_digest = $2",
     advance_projection: "INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
             VALUES ($1, $2, $3, $4::jsonb, $5)
             ON CONFLICT (source, object_id) DO UPDATE
@@ -49,13 +52,14 @@ const POSTGRES: Sql = Sql {
 
 const SQLITE: Sql = Sql {
     compares_canonical: true,
-    claim: "INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, snapshot_canonical, received_at)
-            VALUES ($1, $2, $3, $4, $5, $7, $6)
+    claim: "INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, snapshot_canonical, received_at, signed_body_digest)
+            VALUES ($1, $2, $3, $4, $5, $8, $6, $7)
             ON CONFLICT DO NOTHING
             RETURNING event_id",
     same_content: "SELECT (object_id IS $3 AND revision IS $4 AND snapshot_canonical IS $5) AS same_content
                    FROM webhook_inbox WHERE source = $1 AND event_id = $2",
     revision_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision = $3",
+    signed_body_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND signed_body_digest = $2",
     advance_projection: "INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
             VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (source, object_id) DO UPDATE

@@ -27,7 +27,7 @@ pub async fn purge_archive(db: &Db, older_than: DateTime<Utc>, batch: usize) -> 
     let batch = batch.max(1);
     let mut total = 0;
     loop {
-        let deleted = purge_batch(&db.conn, older_than, batch).await?;
+        let deleted = purge_batch(db.maintenance(), older_than, batch).await?;
         total += deleted;
         if deleted < batch as u64 {
             return Ok(total);

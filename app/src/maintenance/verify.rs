@@ -266,7 +266,7 @@ pub async fn last_run(db: &Db) -> Result<Option<VerifyRun>, DbErr> {
 
 async fn record(db: &Db, ran_at: DateTime<Utc>, report: &Report) -> Result<(), DbErr> {
     let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    db.conn
+    db.maintenance()
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "INSERT INTO verify_runs (ran_at, drift_count, repaired, summary) VALUES ($1, $2, $3, $4)",
@@ -295,7 +295,7 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
         // change together, so a concurrent delivery is seen whole or not at all.
         DatabaseBackend::Postgres => {
             let rows = db
-                .conn
+                .maintenance()
                 .query_all_raw(Statement::from_string(
                     DatabaseBackend::Postgres,
                     format!(
@@ -318,7 +318,7 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
         // inbox stores and the projection's text yields here.
         backend => {
             let rows = db
-                .conn
+                .maintenance()
                 .query_all_raw(Statement::from_string(
                     backend,
                     format!(
@@ -351,7 +351,7 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
         }
     }
     let orphans = db
-        .conn
+        .maintenance()
         .query_all_raw(Statement::from_string(
             db.backend(),
             "SELECT s.source, s.object_id, s.revision FROM object_state s
@@ -395,7 +395,7 @@ fn projection_drift(
 async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<Drift>, DbErr> {
     let mut drifts = Vec::new();
     let unarchived = db
-        .conn
+        .maintenance()
         .query_all_raw(Statement::from_sql_and_values(
             db.backend(),
             "SELECT i.source, i.event_id FROM webhook_inbox i
@@ -417,7 +417,7 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
         _ => "e.revision IS NOT i.revision",
     };
     let contradicted = db
-        .conn
+        .maintenance()
         .query_all_raw(Statement::from_string(
             db.backend(),
             format!(

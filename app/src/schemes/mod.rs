@@ -81,6 +81,13 @@ impl Scheme {
         }
     }
 
+    /// Whether the signature covers the body alone: no timestamp, no delivery id (GitHub,
+    /// Shopify). A captured request of such a scheme verifies again under any delivery id, so
+    /// ingest recognises a signed body it has seen before (see `ingest::Received`).
+    pub fn signs_body_only(&self) -> bool {
+        matches!(self, Scheme::Github | Scheme::Shopify)
+    }
+
     /// Validates and decodes a configured secret string.
     ///
     /// Standard Webhooks: `whsec_<base64>` (the prefix is optional, padding too); the key is the

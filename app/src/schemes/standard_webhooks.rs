@@ -50,14 +50,20 @@ pub(super) fn parse_secret(secret: &str) -> Result<SecretKey, String> {
 }
 
 /// The `webhook-*` header, else its `svix-*` twin; missing is reported under the unbranded name.
+///
+/// When both are present they must agree: the signature covers only one of them, and identity
+/// mappings may read the other (the svix and clerk presets take the event id from `svix-id`),
+/// so a request carrying two different ids could pass a signed id and have another one stored.
 fn either<'a>(
     headers: &'a HeaderMap,
     name: &'static str,
     svix_name: &'static str,
+    mismatch: &'static str,
 ) -> Result<&'a str, AuthError> {
-    match header(headers, name)? {
-        Some(value) => Ok(value),
-        None => header(headers, svix_name)?.ok_or(AuthError::MissingHeader(name)),
+    match (header(headers, name)?, header(headers, svix_name)?) {
+        (Some(value), Some(twin)) if value != twin => Err(AuthError::Malformed(mismatch)),
+        (Some(value), _) | (None, Some(value)) => Ok(value),
+        (None, None) => Err(AuthError::MissingHeader(name)),
     }
 }
 
@@ -68,9 +74,19 @@ pub(super) fn verify(
     tolerance_secs: u64,
     now: i64,
 ) -> Result<(), AuthError> {
-    let id = either(headers, ID, SVIX_ID)?;
-    let timestamp_text = either(headers, TIMESTAMP, SVIX_TIMESTAMP)?;
-    let signatures = either(headers, SIGNATURE, SVIX_SIGNATURE)?;
+    let id = either(headers, ID, SVIX_ID, "webhook-id and svix-id differ")?;
+    let timestamp_text = either(
+        headers,
+        TIMESTAMP,
+        SVIX_TIMESTAMP,
+        "webhook-timestamp and svix-timestamp differ",
+    )?;
+    let signatures = either(
+        headers,
+        SIGNATURE,
+        SVIX_SIGNATURE,
+        "webhook-signature and svix-signature differ",
+    )?;
 
     // The spec forbids '.' in the id: with one, the boundary between id and timestamp in the
     // signed content would be ambiguous.
@@ -214,6 +230,36 @@ mod tests {
         for key in [old, new] {
             assert_eq!(SCHEME.verify(&headers, b"{}", &[key], 300, NOW), Ok(()));
         }
+    }
+
+    #[test]
+    fn a_svix_twin_header_that_differs_from_the_signed_one_is_refused() {
+        let key = SCHEME
+            .parse_secret(&secret_for(SCHEME, "twin"))
+            .expect("secret");
+        let signed = signed_headers(SCHEME, &key, b"{}", NOW);
+        let mut headers = signed.clone();
+        headers.insert(SVIX_ID, HeaderValue::from_static("msg_forged"));
+        assert_eq!(
+            SCHEME.verify(&headers, b"{}", std::slice::from_ref(&key), 300, NOW),
+            Err(AuthError::Malformed("webhook-id and svix-id differ"))
+        );
+        let mut timestamps = signed.clone();
+        timestamps.insert(SVIX_TIMESTAMP, HeaderValue::from_static("1"));
+        assert!(matches!(
+            SCHEME.verify(&timestamps, b"{}", std::slice::from_ref(&key), 300, NOW),
+            Err(AuthError::Malformed(_))
+        ));
+        // The same value under both names is what some senders send: it verifies.
+        let mut twins = signed.clone();
+        for (name, twin) in [
+            (ID, SVIX_ID),
+            (TIMESTAMP, SVIX_TIMESTAMP),
+            (SIGNATURE, SVIX_SIGNATURE),
+        ] {
+            twins.insert(twin, signed[name].clone());
+        }
+        assert_eq!(SCHEME.verify(&twins, b"{}", &[key], 300, NOW), Ok(()));
     }
 
     #[test]

@@ -100,7 +100,7 @@ pub async fn fresh_postgres(cluster: &str) -> (Db, String) {
     let db = Db::connect(&url)
         .await
         .expect("connect to the fresh database");
-    Migrator::up(&db.conn, None).await.expect("migrate");
+    Migrator::up(&db.writer, None).await.expect("migrate");
     (db, url)
 }
 
@@ -121,7 +121,7 @@ pub async fn test_db(backend: Backend) -> TestDb {
                 dir.path().join("hookbox.db").display()
             );
             let db = Db::connect(&url).await.expect("open SQLite");
-            Migrator::up(&db.conn, None).await.expect("migrate");
+            Migrator::up(&db.writer, None).await.expect("migrate");
             TestDb {
                 db,
                 url,
@@ -153,10 +153,31 @@ pub async fn spawn_app_on(db: Db) -> TestApp {
 
 /// The real server on a random port over `db` with `config`.
 async fn serve_on(db: Db, config: Config) -> TestApp {
+    serve_with_state(db, config, |_| {}).await
+}
+
+/// The real server on a fresh database, its state adjusted first (trusted proxies, say).
+pub async fn spawn_app_with_state(
+    backend: Backend,
+    config: Config,
+    adjust: impl FnOnce(&mut server::AppState),
+) -> TestApp {
+    let test_db = test_db(backend).await;
+    let mut app = serve_with_state(test_db.db.clone(), config, adjust).await;
+    app.test_db = Some(test_db);
+    app
+}
+
+async fn serve_with_state(
+    db: Db,
+    config: Config,
+    adjust: impl FnOnce(&mut server::AppState),
+) -> TestApp {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let state = server::AppState::new(db.clone(), Arc::new(config));
+    let mut state = server::AppState::new(db.clone(), Arc::new(config));
+    adjust(&mut state);
     tokio::spawn(async move {
         server::serve::serve(listener, state, async {
             stopped.await.ok();
