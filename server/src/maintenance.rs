@@ -18,6 +18,8 @@ use std::path::Path;
 struct Retention {
     days: u32,
     from: String,
+    /// `server.audit_retention_days`, when a config file was read.
+    audit_days: Option<u32>,
 }
 
 impl Retention {
@@ -28,6 +30,7 @@ impl Retention {
             return Ok(Retention {
                 days,
                 from: "--retention-days".into(),
+                audit_days: None,
             });
         }
         let config = Config::load_from_env()?;
@@ -41,6 +44,7 @@ impl Retention {
         Ok(Retention {
             days: config.server.retention_days,
             from: absolute(&path),
+            audit_days: Some(config.server.audit_retention_days),
         })
     }
 
@@ -82,6 +86,20 @@ pub async fn purge(retention_days: Option<u32>) -> anyhow::Result<()> {
         .await
         .context("purge the archive")?;
     println!("purged {rows} archive rows");
+    match retention.audit_days {
+        Some(days) => {
+            let audit_cutoff = purge::retention_cutoff(Utc::now(), days).trunc_subsecs(0);
+            let rows = purge::purge_audit(&db, audit_cutoff, purge::DEFAULT_BATCH)
+                .await
+                .context("purge the audit log")?;
+            println!(
+                "audit retention {days} days (from {}): purged {rows} audit rows from before {}",
+                retention.from,
+                timestamp(audit_cutoff)
+            );
+        }
+        None => println!("audit log left as it is: its retention comes from the config file"),
+    }
     Ok(())
 }
 

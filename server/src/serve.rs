@@ -69,6 +69,7 @@ pub async fn run() -> anyhow::Result<()> {
     tokio::spawn(app::maintenance::purge::run_daily(
         db.clone(),
         config.server.retention_days,
+        config.server.audit_retention_days,
     ));
     let mut state = AppState::new(db, Arc::new(config));
     state.trusted_proxies = Arc::new(trusted_proxies);

@@ -76,6 +76,7 @@ source shop: preset shopify, scheme shopify, dedup, secrets from SHOPIFY_SECRET
   event_id [\"header:x-shopify-event-id\", \"header:x-shopify-webhook-id\"], object_id -, event_type header:x-shopify-topic
 source orders: scheme hmac-sha256, snapshot, secrets from ORDERS_SECRET, tolerance 300 s
   event_id /event_id, object_id /object_id, revision /revision, snapshot /snapshot, event_type /type
+HOOKBOX_TRUSTED_PROXIES: none (client address = TCP peer)
 ",
         path = file.display()
     );
@@ -165,4 +166,59 @@ fn without_a_file_there_is_nothing_to_check() {
         "{}",
         text(&missing.stderr)
     );
+}
+
+#[test]
+fn trusted_proxies_are_reported_and_a_bad_entry_is_named() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = dir.path().join("hookbox.toml");
+    std::fs::write(
+        &file,
+        "[[sources]]\nname = \"orders\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"ORDERS_SECRET\"]\n",
+    )
+    .expect("write the config");
+
+    let good = check_config(
+        dir.path(),
+        Some(&file),
+        &[
+            ("ORDERS_SECRET", ORDERS_SECRET),
+            ("HOOKBOX_TRUSTED_PROXIES", "10.0.0.0/8, 192.168.1.7"),
+        ],
+    );
+    let bad = check_config(
+        dir.path(),
+        Some(&file),
+        &[
+            ("ORDERS_SECRET", ORDERS_SECRET),
+            ("HOOKBOX_TRUSTED_PROXIES", "10.0.0.0/8, lb.internal"),
+        ],
+    );
+    // `serve` refuses to start on the same value, before it touches the database.
+    let serve = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .arg("serve")
+        .current_dir(dir.path())
+        .env_clear()
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env("ORDERS_SECRET", ORDERS_SECRET)
+        .env("HOOKBOX_TRUSTED_PROXIES", "lb.internal")
+        .output()
+        .expect("hookbox runs");
+
+    assert!(good.status.success(), "{}", text(&good.stderr));
+    assert!(
+        text(&good.stdout).contains("HOOKBOX_TRUSTED_PROXIES: 10.0.0.0/8, 192.168.1.7/32"),
+        "{}",
+        text(&good.stdout)
+    );
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("HOOKBOX_TRUSTED_PROXIES: \"lb.internal\" is not an IP address"),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(!serve.status.success());
+    let stderr = text(&serve.stderr);
+    assert!(stderr.contains("\"lb.internal\""), "{stderr}");
+    assert!(!stderr.contains("connect to the database"), "{stderr}");
 }

@@ -787,6 +787,11 @@ async fn purge_prints_the_cutoff_it_uses() {
         "{cutoff} is not 60 days before the run"
     );
     assert_eq!(lines[1], "purged 1 archive rows", "{out}");
+    assert!(
+        lines[2].starts_with("audit retention 365 days (from ")
+            && lines[2].contains("): purged 0 audit rows from before "),
+        "{out}"
+    );
     assert_eq!(archive_ids(db).await, vec![forty_days_ago, five_days_ago]);
 
     // The flag wins over the file.
@@ -825,7 +830,12 @@ async fn purge_with_a_retention_flag_needs_no_config_file() {
             .abs()
             < 60
     );
-    assert!(out.ends_with("purged 2 archive rows\n"), "{out}");
+    assert!(
+        out.ends_with(
+            "purged 2 archive rows\naudit log left as it is: its retention comes from the config file\n"
+        ),
+        "{out}"
+    );
     assert_eq!(archive_ids(db).await, vec![five_days_ago]);
 
     let (code, _, err) = hookbox(&test_db.url, &["purge", "--retention-days", "0"]);
@@ -849,7 +859,10 @@ async fn the_purge_and_verify_commands_print_what_they_did_and_exit_1_on_drift()
         ),
         "{out}"
     );
-    assert!(out.ends_with("\npurged 1 archive rows\n"), "{out}");
+    assert!(
+        out.contains("\npurged 1 archive rows\naudit log left as it is"),
+        "{out}"
+    );
 
     execute(
         db,

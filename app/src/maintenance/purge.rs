@@ -68,9 +68,35 @@ pub async fn purge_batch<C: ConnectionTrait>(
     Ok(result.rows_affected())
 }
 
-/// The server's retention task: a purge shortly after start, then one every 24 hours. Runs until
-/// the process ends; a failed purge is logged and tried again at the next run.
-pub async fn run_daily(db: Db, retention_days: u32) {
+/// Deletes the audit rows (sign-ins, replays) older than `older_than`, `batch` per statement;
+/// returns how many. Failed sign-ins are audit rows, so without this the table would grow with
+/// every attempt anyone makes.
+pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Result<u64, DbErr> {
+    let conn = db.maintenance();
+    let backend = conn.get_database_backend();
+    let limit = i64::try_from(batch.max(1)).unwrap_or(i64::MAX);
+    let mut total = 0;
+    loop {
+        let deleted = conn
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                "DELETE FROM audit_log WHERE id IN (
+                     SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)",
+                vec![older_than.into(), limit.into()],
+            ))
+            .await?
+            .rows_affected();
+        total += deleted;
+        if deleted < limit as u64 {
+            return Ok(total);
+        }
+    }
+}
+
+/// The server's retention task: a purge of the archive and of the audit log shortly after
+/// start, then one every 24 hours. Runs until the process ends; a failed purge is logged and
+/// tried again at the next run.
+pub async fn run_daily(db: Db, retention_days: u32, audit_retention_days: u32) {
     tokio::time::sleep(FIRST_RUN_AFTER).await;
     let mut every_day = tokio::time::interval(INTERVAL);
     loop {
@@ -95,6 +121,20 @@ pub async fn run_daily(db: Db, retention_days: u32) {
                 %error,
                 retention_days,
                 "archive retention: purge failed; retrying at the next run"
+            ),
+        }
+        let audit_cutoff = retention_cutoff(Utc::now(), audit_retention_days);
+        match purge_audit(&db, audit_cutoff, DEFAULT_BATCH).await {
+            Ok(rows) => tracing::info!(
+                rows,
+                audit_retention_days,
+                cutoff = %audit_cutoff.to_rfc3339(),
+                "audit retention: purged old audit rows"
+            ),
+            Err(error) => tracing::warn!(
+                %error,
+                audit_retention_days,
+                "audit retention: purge failed; retrying at the next run"
             ),
         }
     }
