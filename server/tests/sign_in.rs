@@ -136,7 +136,7 @@ async fn parallel_wrong_passwords_never_check_more_than_the_throttle_allows() {
     )
     .await;
     assert!(
-        wrong >= 1 && wrong <= auth::MAX_FAILURES_PER_USER,
+        (1..=auth::MAX_FAILURES_PER_USER).contains(&wrong),
         "{statuses:?}"
     );
     assert_eq!(failed, wrong, "every checked password is one failure row");
