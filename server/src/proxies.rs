@@ -121,7 +121,10 @@ mod tests {
     fn forwarded(values: &[&str]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         for v in values {
-            headers.append("x-forwarded-for", HeaderValue::from_str(v).expect("header value"));
+            headers.append(
+                "x-forwarded-for",
+                HeaderValue::from_str(v).expect("header value"),
+            );
         }
         headers
     }
