@@ -5,6 +5,7 @@
 //! browser holds only a random token; the table keeps its SHA-256. Failed sign-ins are audit rows,
 //! and throttling counts them, so every hookbox process enforces the same limit.
 
+use crate::config::Sessions;
 use crate::db::Db;
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -39,15 +40,6 @@ pub enum SignInError {
     Busy,
     #[error("database: {0}")]
     Db(#[from] DbErr),
-}
-
-/// How long a session lasts: `HOOKBOX_SESSION_HOURS`, else 12 hours.
-pub fn session_lifetime() -> Duration {
-    let hours = std::env::var("HOOKBOX_SESSION_HOURS")
-        .ok()
-        .and_then(|h| h.parse().ok())
-        .filter(|h| *h > 0);
-    Duration::hours(hours.unwrap_or(12))
 }
 
 fn statement(db: &Db, sql: &str, values: Vec<Value>) -> Statement {
@@ -189,6 +181,7 @@ pub async fn sign_in(
     name: &str,
     password: &str,
     address: &str,
+    sessions: &Sessions,
 ) -> Result<(User, String), SignInError> {
     if !valid_user_name(name) || password.is_empty() || password.len() > MAX_PASSWORD_BYTES {
         return Err(SignInError::Invalid);
@@ -285,7 +278,7 @@ pub async fn sign_in(
         .execute_raw(statement(
             db,
             "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-            vec![token_hash(&token).into(), id.into(), now.into(), (now + session_lifetime()).into()],
+            vec![token_hash(&token).into(), id.into(), now.into(), (now + sessions.lifetime).into()],
         ))
         .await?;
     set_outcome("succeeded").await?;
@@ -361,15 +354,15 @@ pub fn session_token(cookie_header: &str) -> Option<&str> {
 }
 
 /// The `Set-Cookie` value for a new session (Secure when `HOOKBOX_COOKIE_SECURE=1`).
-pub fn session_cookie(token: &str) -> String {
-    let secure = if std::env::var("HOOKBOX_COOKIE_SECURE").as_deref() == Ok("1") {
+pub fn session_cookie(token: &str, sessions: &Sessions) -> String {
+    let secure = if sessions.cookie_secure {
         "; Secure"
     } else {
         ""
     };
     format!(
         "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
-        session_lifetime().num_seconds()
+        sessions.lifetime.num_seconds()
     )
 }
 

@@ -3,40 +3,48 @@
 //! source and the key; a valid file is summarised, never showing a secret.
 
 use anyhow::bail;
-use app::config::{Config, ConfigErrors, Source};
+use app::config::{Config, ConfigErrors, Settings, SettingsErrors, Source};
 use app::envelope::{Field, Mode};
 use app::schemes::Scheme;
 use std::path::PathBuf;
 
-/// Checks FILE, else the file `hookbox serve` would read. Problems go to standard error and
-/// make the result an error (a non-zero exit); the summary goes to standard output.
-pub fn run(file: Option<PathBuf>) -> anyhow::Result<()> {
+/// Checks FILE, else the file `hookbox serve` would read, and the environment's settings.
+/// Problems go to standard error and make the result an error (a non-zero exit); the summary
+/// goes to standard output.
+pub fn run(
+    file: Option<PathBuf>,
+    settings: Result<Settings, SettingsErrors>,
+) -> anyhow::Result<()> {
     let Some(path) = file.or_else(Config::path_from_env) else {
         bail!("no config file to check: give FILE, set HOOKBOX_CONFIG or create ./hookbox.toml");
     };
-    let proxies = crate::proxies::TrustedProxies::from_env();
-    match Config::load(&path, &|name| std::env::var(name).ok()) {
+    let mut problems: Vec<String> = match Config::load(&path, &|name| std::env::var(name).ok()) {
         Ok(config) => {
-            let proxies = proxies.map_err(anyhow::Error::msg)?;
-            print!("{}", summary(&config));
-            println!("{}", proxies.describe());
-            Ok(())
-        }
-        Err(ConfigErrors(problems)) => {
-            for problem in &problems {
-                eprintln!("{problem}");
+            if let Ok(settings) = &settings {
+                print!("{}", summary(&config));
+                for line in settings.describe() {
+                    println!("{line}");
+                }
             }
-            if let Err(problem) = proxies {
-                eprintln!("{problem}");
-            }
-            let n = problems.len();
-            bail!(
-                "{} has {n} problem{}",
-                path.display(),
-                if n == 1 { "" } else { "s" }
-            )
+            Vec::new()
         }
+        Err(ConfigErrors(problems)) => problems.iter().map(ToString::to_string).collect(),
+    };
+    if let Err(SettingsErrors(errors)) = settings {
+        problems.extend(errors);
     }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    for problem in &problems {
+        eprintln!("{problem}");
+    }
+    let n = problems.len();
+    bail!(
+        "{} has {n} problem{}",
+        path.display(),
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// What a valid config declares: the settings, then each source's scheme, mode, the names of

@@ -4,7 +4,6 @@ pub mod check_config;
 pub mod hooks;
 pub mod maintenance;
 pub mod metrics;
-pub mod proxies;
 pub mod rate_limit;
 pub mod routes;
 pub mod send;
@@ -22,8 +21,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub limiter: Arc<rate_limit::RateLimiter>,
     pub metrics: metrics_exporter_prometheus::PrometheusHandle,
-    /// Whose `X-Forwarded-For` names the client (`HOOKBOX_TRUSTED_PROXIES`).
-    pub trusted_proxies: Arc<proxies::TrustedProxies>,
+    /// The environment's settings (trusted proxies, sessions, the shutdown grace, …).
+    pub settings: Arc<app::config::Settings>,
 }
 
 impl AppState {
@@ -33,7 +32,7 @@ impl AppState {
             config,
             limiter: Arc::default(),
             metrics: metrics::install(),
-            trusted_proxies: Arc::default(),
+            settings: Arc::default(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The `hookbox` command line.
 
+use app::config::Settings;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -82,14 +83,14 @@ enum UserCommand {
     Remove { name: String },
 }
 
-fn init_logging() {
+fn init_logging(json: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    if std::env::var("HOOKBOX_LOG_FORMAT").as_deref() == Ok("json") {
+    if json {
         builder.json().init();
     } else {
         builder.init();
@@ -99,46 +100,60 @@ fn init_logging() {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
-    let result = match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => server::serve::run().await,
-        Command::Migrate => server::serve::connect_and_migrate().await.map(|_| {
-            tracing::info!("schema is up to date");
-        }),
+    // Read once, validated: a bad value stops every command but check-config, which reports it.
+    let settings = Settings::from_env();
+    init_logging(settings.as_ref().is_ok_and(|s| s.log_json));
+    let command = cli.command.unwrap_or(Command::Serve);
+    let settings = match (settings, &command) {
+        (Ok(settings), _) => settings,
+        (Err(problems), Command::CheckConfig { file }) => {
+            return exit(server::check_config::run(file.clone(), Err(problems)));
+        }
+        (Err(problems), _) => {
+            for problem in &problems.0 {
+                eprintln!("hookbox: {problem}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match command {
+        Command::Serve => server::serve::run(settings).await,
+        Command::Migrate => server::serve::connect_and_migrate(&settings)
+            .await
+            .map(|_| {
+                tracing::info!("schema is up to date");
+            }),
         Command::Send {
             source,
             file,
             url,
             headers,
         } => {
-            let url = match url {
-                Some(url) => Ok(url),
-                None => server::serve::site_addr().map(|addr| format!("http://{addr}")),
+            let args = server::send::SendArgs {
+                source,
+                file,
+                url: url.unwrap_or_else(|| format!("http://{}", settings.site_addr)),
+                headers,
             };
-            match url {
-                Ok(url) => {
-                    let args = server::send::SendArgs {
-                        source,
-                        file,
-                        url,
-                        headers,
-                    };
-                    server::send::run(args).await
-                }
-                Err(e) => Err(e),
-            }
+            server::send::run(args).await
         }
-        Command::CheckConfig { file } => server::check_config::run(file),
+        Command::CheckConfig { file } => server::check_config::run(file, Ok(settings)),
         Command::User(command) => match command {
-            UserCommand::Add { name, role } => server::users::add(&name, &role).await,
-            UserCommand::List => server::users::list().await,
-            UserCommand::Remove { name } => server::users::remove(&name).await,
+            UserCommand::Add { name, role } => server::users::add(&settings, &name, &role).await,
+            UserCommand::List => server::users::list(&settings).await,
+            UserCommand::Remove { name } => server::users::remove(&settings, &name).await,
         },
-        Command::Purge { retention } => server::maintenance::purge(retention.retention_days).await,
+        Command::Purge { retention } => {
+            server::maintenance::purge(&settings, retention.retention_days).await
+        }
         Command::Verify { repair, retention } => {
-            server::maintenance::verify(repair, retention.retention_days).await
+            server::maintenance::verify(&settings, repair, retention.retention_days).await
         }
     };
+    exit(result)
+}
+
+fn exit(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -8,7 +8,7 @@
 
 use crate::serve::connect_and_migrate;
 use anyhow::{Context, bail};
-use app::config::{CONFIG_ENV, Config, DEFAULT_CONFIG_FILE};
+use app::config::{CONFIG_ENV, Config, DEFAULT_CONFIG_FILE, Settings};
 use app::maintenance::{purge, verify};
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use std::fmt;
@@ -74,14 +74,14 @@ fn timestamp(at: DateTime<Utc>) -> String {
 }
 
 /// Applies the archive retention now and prints the cutoff, then how many rows went.
-pub async fn purge(retention_days: Option<u32>) -> anyhow::Result<()> {
+pub async fn purge(settings: &Settings, retention_days: Option<u32>) -> anyhow::Result<()> {
     let retention = Retention::resolve(retention_days)?;
     let cutoff = retention.cutoff();
     println!(
         "{retention}: purging archive rows received before {}",
         timestamp(cutoff)
     );
-    let db = connect_and_migrate().await?;
+    let db = connect_and_migrate(settings).await?;
     let rows = purge::purge_archive(&db, cutoff, purge::DEFAULT_BATCH)
         .await
         .context("purge the archive")?;
@@ -105,14 +105,18 @@ pub async fn purge(retention_days: Option<u32>) -> anyhow::Result<()> {
 
 /// Checks the invariants, prints the cutoff and every drift with its repair, records the run;
 /// fails (exit code 1) while drift remains.
-pub async fn verify(repair: bool, retention_days: Option<u32>) -> anyhow::Result<()> {
+pub async fn verify(
+    settings: &Settings,
+    repair: bool,
+    retention_days: Option<u32>,
+) -> anyhow::Result<()> {
     let retention = Retention::resolve(retention_days)?;
     let cutoff = retention.cutoff();
     println!(
         "{retention}: inbox rows received from {} on must have an archive row",
         timestamp(cutoff)
     );
-    let db = connect_and_migrate().await?;
+    let db = connect_and_migrate(settings).await?;
     let report = verify::verify(&db, cutoff, repair)
         .await
         .context("verify the invariants")?;

@@ -41,6 +41,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
                 move || {
                     leptos::prelude::provide_context(state.db.clone());
                     leptos::prelude::provide_context(state.config.clone());
+                    leptos::prelude::provide_context(state.settings.sessions);
                     set_content_security_policy();
                 }
             },
@@ -224,6 +225,7 @@ async fn guard_dashboard(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(addr)| {
             state
+                .settings
                 .trusted_proxies
                 .client_address(addr.ip(), request.headers())
                 .to_string()

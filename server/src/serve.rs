@@ -2,7 +2,8 @@
 
 use crate::{AppState, routes};
 use anyhow::Context;
-use app::config::Config;
+use app::config::settings::redact_url;
+use app::config::{Config, Settings};
 use app::db::Db;
 use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -16,18 +17,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::add_extension::AddExtension;
 
-pub const DEFAULT_SITE_ADDR: &str = "127.0.0.1:3000";
-
-/// `LEPTOS_SITE_ADDR`, else 127.0.0.1:3000.
-pub fn site_addr() -> anyhow::Result<SocketAddr> {
-    let addr = std::env::var("LEPTOS_SITE_ADDR").unwrap_or_else(|_| DEFAULT_SITE_ADDR.into());
-    addr.parse()
-        .with_context(|| format!("LEPTOS_SITE_ADDR {addr:?} is not an address like 127.0.0.1:3000"))
-}
-
-/// Where the compiled dashboard lives: `LEPTOS_SITE_ROOT`, else `target/site`.
-pub fn leptos_options(addr: SocketAddr) -> LeptosOptions {
-    let site_root = std::env::var("LEPTOS_SITE_ROOT").unwrap_or_else(|_| "target/site".into());
+/// The dashboard served from `site_root` (`LEPTOS_SITE_ROOT`), for a server listening on `addr`.
+pub fn leptos_options(addr: SocketAddr, site_root: &str) -> LeptosOptions {
     LeptosOptions::builder()
         .output_name("hookbox")
         .site_root(site_root)
@@ -36,23 +27,22 @@ pub fn leptos_options(addr: SocketAddr) -> LeptosOptions {
         .build()
 }
 
-pub async fn connect_and_migrate() -> anyhow::Result<Db> {
-    let url = Db::url_from_env();
-    let db = Db::connect(&url)
+pub async fn connect_and_migrate(settings: &Settings) -> anyhow::Result<Db> {
+    let url = &settings.database_url;
+    let db = Db::connect_with(url, settings.pools)
         .await
-        .with_context(|| format!("connect to the database ({})", redact_url(&url)))?;
+        .with_context(|| format!("connect to the database ({})", redact_url(url)))?;
     Migrator::up(&db.writer, None)
         .await
         .context("migrate the schema")?;
     Ok(db)
 }
 
-pub async fn run() -> anyhow::Result<()> {
+pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let config = Config::load_from_env()?;
-    let trusted_proxies = crate::proxies::TrustedProxies::from_env().map_err(anyhow::Error::msg)?;
-    let db = connect_and_migrate().await?;
-    bootstrap_admin(&db).await?;
-    let addr = site_addr()?;
+    let db = connect_and_migrate(&settings).await?;
+    bootstrap_admin(&db, settings.admin_password.clone()).await?;
+    let addr = settings.site_addr;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("listen on {addr}"))?;
@@ -72,7 +62,7 @@ pub async fn run() -> anyhow::Result<()> {
         config.server.audit_retention_days,
     ));
     let mut state = AppState::new(db, Arc::new(config));
-    state.trusted_proxies = Arc::new(trusted_proxies);
+    state.settings = Arc::new(settings);
     serve(listener, state, shutdown_signal()).await
 }
 
@@ -93,7 +83,11 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     let db = state.db.clone();
     let header_timeout = Duration::from_secs(state.config.server.header_read_timeout_secs);
-    let app = routes::router(state, leptos_options(addr));
+    let grace = state.settings.shutdown_grace;
+    let app = routes::router(
+        state.clone(),
+        leptos_options(addr, &state.settings.site_root),
+    );
     let (stopping, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -103,7 +97,6 @@ pub async fn serve(
         let _ = stop.wait_for(|stopping| *stopping).await;
     };
     let server = accept_until(listener, app, header_timeout, stopped(stop.clone()));
-    let grace = shutdown_grace();
     let grace_over = async {
         stopped(stop).await;
         tokio::time::sleep(grace).await;
@@ -163,19 +156,9 @@ async fn accept_until(
     graceful.shutdown().await;
 }
 
-/// How long requests in flight may take to finish after SIGTERM: `HOOKBOX_SHUTDOWN_GRACE_SECS`,
-/// else 30 seconds.
-pub fn shutdown_grace() -> std::time::Duration {
-    let secs = std::env::var("HOOKBOX_SHUTDOWN_GRACE_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok());
-    std::time::Duration::from_secs(secs.unwrap_or(30))
-}
-
 /// With no user at all, creates the operator `admin` (password from `HOOKBOX_ADMIN_PASSWORD`, or a
 /// random one printed once).
-pub async fn bootstrap_admin(db: &Db) -> anyhow::Result<()> {
-    let password = std::env::var("HOOKBOX_ADMIN_PASSWORD").ok();
+pub async fn bootstrap_admin(db: &Db, password: Option<String>) -> anyhow::Result<()> {
     let created = app::auth::ensure_admin(db, password)
         .await
         .map_err(anyhow::Error::msg)
@@ -207,18 +190,4 @@ async fn shutdown_signal() {
         _ = terminate => {},
     }
     tracing::info!("shutting down: finishing deliveries in flight");
-}
-
-/// A database URL without its password, for messages.
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
 }

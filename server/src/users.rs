@@ -3,6 +3,7 @@
 use crate::serve::connect_and_migrate;
 use anyhow::{Context, bail};
 use app::auth;
+use app::config::Settings;
 use app::model::Role;
 use std::io::BufRead;
 
@@ -22,10 +23,10 @@ fn read_password() -> anyhow::Result<String> {
     Ok(password)
 }
 
-pub async fn add(name: &str, role: &str) -> anyhow::Result<()> {
+pub async fn add(settings: &Settings, name: &str, role: &str) -> anyhow::Result<()> {
     let role = Role::parse(role).context("--role is viewer or operator")?;
     let password = read_password()?;
-    let db = connect_and_migrate().await?;
+    let db = connect_and_migrate(settings).await?;
     auth::add_user(&db, name, &password, role)
         .await
         .map_err(anyhow::Error::msg)?;
@@ -42,8 +43,8 @@ pub async fn add(name: &str, role: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn list() -> anyhow::Result<()> {
-    let db = connect_and_migrate().await?;
+pub async fn list(settings: &Settings) -> anyhow::Result<()> {
+    let db = connect_and_migrate(settings).await?;
     for (name, role, created_at) in auth::list_users(&db).await? {
         println!(
             "{name}\t{}\t{}",
@@ -54,8 +55,8 @@ pub async fn list() -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn remove(name: &str) -> anyhow::Result<()> {
-    let db = connect_and_migrate().await?;
+pub async fn remove(settings: &Settings, name: &str) -> anyhow::Result<()> {
+    let db = connect_and_migrate(settings).await?;
     if !auth::remove_user(&db, name).await? {
         bail!("there is no user {name:?}");
     }

@@ -76,6 +76,13 @@ source shop: preset shopify, scheme shopify, dedup, secrets from SHOPIFY_SECRET
   event_id [\"header:x-shopify-event-id\", \"header:x-shopify-webhook-id\"], object_id -, event_type header:x-shopify-topic
 source orders: scheme hmac-sha256, snapshot, secrets from ORDERS_SECRET, tolerance 300 s
   event_id /event_id, object_id /object_id, revision /revision, snapshot /snapshot, event_type /type
+DATABASE_URL: postgres://nobody@127.0.0.1:1/none
+LEPTOS_SITE_ADDR: 127.0.0.1:3000
+LEPTOS_SITE_ROOT: target/site
+HOOKBOX_DB_POOL_SIZE: default, HOOKBOX_DASHBOARD_POOL_SIZE: default
+HOOKBOX_SESSION_HOURS: 12, HOOKBOX_COOKIE_SECURE: unset
+HOOKBOX_SHUTDOWN_GRACE_SECS: 30
+HOOKBOX_LOG_FORMAT: text, HOOKBOX_ALLOW_UNSIGNED: unset, HOOKBOX_ADMIN_PASSWORD: unset
 HOOKBOX_TRUSTED_PROXIES: none (client address = TCP peer)
 ",
         path = file.display()
@@ -169,7 +176,7 @@ fn without_a_file_there_is_nothing_to_check() {
 }
 
 #[test]
-fn trusted_proxies_are_reported_and_a_bad_entry_is_named() {
+fn deployment_settings_are_reported_and_every_bad_value_is_named() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let file = dir.path().join("hookbox.toml");
     std::fs::write(
@@ -192,6 +199,8 @@ fn trusted_proxies_are_reported_and_a_bad_entry_is_named() {
         &[
             ("ORDERS_SECRET", ORDERS_SECRET),
             ("HOOKBOX_TRUSTED_PROXIES", "10.0.0.0/8, lb.internal"),
+            ("HOOKBOX_SESSION_HOURS", "twelve"),
+            ("HOOKBOX_COOKIE_SECURE", "yes"),
         ],
     );
     // `serve` refuses to start on the same value, before it touches the database.
@@ -217,6 +226,13 @@ fn trusted_proxies_are_reported_and_a_bad_entry_is_named() {
         "{}",
         text(&bad.stderr)
     );
+    for named in [
+        "HOOKBOX_SESSION_HOURS must be a whole number from 1 to 8784, not \"twelve\"",
+        "HOOKBOX_COOKIE_SECURE must be \"1\" or unset, not \"yes\"",
+    ] {
+        assert!(text(&bad.stderr).contains(named), "{}", text(&bad.stderr));
+    }
+    assert!(text(&bad.stderr).contains("has 3 problems"), "{}", text(&bad.stderr));
     assert!(!serve.status.success());
     let stderr = text(&serve.stderr);
     assert!(stderr.contains("\"lb.internal\""), "{stderr}");

@@ -178,9 +178,12 @@ async fn a_user_name_that_cannot_exist_is_refused_without_touching_the_audit_log
 
 #[tokio::test]
 async fn behind_a_trusted_proxy_the_throttle_and_audit_log_use_the_forwarded_client() {
-    let proxies = server::proxies::TrustedProxies::parse("127.0.0.1/32").expect("valid");
+    let trusted_proxies = app::config::TrustedProxies::parse("127.0.0.1/32").expect("valid");
     let app = spawn_app_with_state(Backend::Postgres, test_config(), |state| {
-        state.trusted_proxies = std::sync::Arc::new(proxies);
+        state.settings = std::sync::Arc::new(app::config::Settings {
+            trusted_proxies,
+            ..Default::default()
+        });
     })
     .await;
 

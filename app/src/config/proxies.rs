@@ -6,7 +6,7 @@
 //! appends the address it saw, so entries left of the first untrusted one may be forged). Any
 //! other request's client address is its TCP peer, whatever headers it sends.
 
-use axum::http::HeaderMap;
+use http::HeaderMap;
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -32,17 +32,6 @@ impl TrustedProxies {
             nets.push(net.trunc());
         }
         Ok(TrustedProxies(nets))
-    }
-
-    /// From the environment; unset trusts no one.
-    pub fn from_env() -> Result<TrustedProxies, String> {
-        match std::env::var(TRUSTED_PROXIES_ENV) {
-            Ok(text) => TrustedProxies::parse(&text),
-            Err(std::env::VarError::NotPresent) => Ok(TrustedProxies::default()),
-            Err(std::env::VarError::NotUnicode(_)) => {
-                Err(format!("{TRUSTED_PROXIES_ENV} is not valid UTF-8"))
-            }
-        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -116,7 +105,7 @@ fn parse_entry(entry: &str) -> Option<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use http::HeaderValue;
 
     fn forwarded(values: &[&str]) -> HeaderMap {
         let mut headers = HeaderMap::new();

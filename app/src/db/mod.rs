@@ -3,6 +3,7 @@
 //! Pools are built with sqlx directly so every setting that decides behaviour under load is
 //! explicit here, then handed to SeaORM.
 
+use crate::config::Pools;
 use sea_orm::sqlx::postgres::PgPoolOptions;
 use sea_orm::sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
@@ -60,15 +61,13 @@ impl Db {
         }
     }
 
-    /// `DATABASE_URL`, else the embedded default.
-    pub fn url_from_env() -> String {
-        std::env::var("DATABASE_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| DEFAULT_DATABASE_URL.into())
+    /// Pools of the default sizes.
+    pub async fn connect(url: &str) -> Result<Db, DbErr> {
+        Db::connect_with(url, Pools::default()).await
     }
 
-    pub async fn connect(url: &str) -> Result<Db, DbErr> {
+    /// Pools of the given sizes (`HOOKBOX_DB_POOL_SIZE`, `HOOKBOX_DASHBOARD_POOL_SIZE`).
+    pub async fn connect_with(url: &str, pools: Pools) -> Result<Db, DbErr> {
         let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             // The ingest transaction reasons about READ COMMITTED (each statement sees what
             // committed before it; conflicting writers wait on the row lock). Asking for it in
@@ -94,11 +93,11 @@ impl Db {
                     .min_connections(0)
                     .acquire_timeout(ACQUIRE_TIMEOUT)
             };
-            let writer = pool(pool_size("HOOKBOX_DB_POOL_SIZE", 16))
+            let writer = pool(pools.ingest.unwrap_or(16))
                 .connect_with(options)
                 .await
                 .map_err(sqlx_err)?;
-            let conn = pool(pool_size("HOOKBOX_DASHBOARD_POOL_SIZE", 4))
+            let conn = pool(pools.dashboard.unwrap_or(4))
                 .connect_with(dashboard_options)
                 .await
                 .map_err(sqlx_err)?;
@@ -123,9 +122,7 @@ impl Db {
                     .connect_with(options.clone())
             };
             let sqlx_err = |e| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(e)));
-            let conn = pool(pool_size("HOOKBOX_DB_POOL_SIZE", 8))
-                .await
-                .map_err(sqlx_err)?;
+            let conn = pool(pools.ingest.unwrap_or(8)).await.map_err(sqlx_err)?;
             let writer = pool(1).await.map_err(sqlx_err)?;
             Db {
                 conn: SqlxSqliteConnector::from_sqlx_sqlite_pool(conn),
@@ -139,13 +136,4 @@ impl Db {
         };
         Ok(db)
     }
-}
-
-/// A pool size from the environment variable `var`, else `default`.
-fn pool_size(var: &str, default: u32) -> u32 {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(default)
 }

@@ -4,14 +4,54 @@ use crate::model::Me;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-/// Only a local path may follow a sign-in: never another site.
+/// Only a path of this site may follow a sign-in, else `/`: it starts with a single `/` and holds
+/// only the characters of a URL path and query (RFC 3986 unreserved, sub-delims, `:@/?%`), so no
+/// control character, space, backslash or non-ASCII byte a browser would rewrite into another
+/// host (`/\t/evil.example` becomes `//evil.example`), and nothing a `Location` header refuses.
+/// Percent-escapes must be complete, never decode to a control character, and the path must not
+/// begin with one that decodes to `/` or `\` (`/%2F/evil.example`).
 pub fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') => {
-            path.to_string()
-        }
+        Some(path) if is_local_path(path) => path.to_string(),
         _ => "/".to_string(),
     }
+}
+
+/// Longer `next` values are refused (a header line must stay reasonable).
+const MAX_NEXT_LEN: usize = 2048;
+
+fn is_local_path(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    if bytes.first() != Some(&b'/') || bytes.len() > MAX_NEXT_LEN {
+        return false;
+    }
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b);
+    if !bytes.iter().all(|&b| allowed(b)) {
+        return false;
+    }
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let (Some(high), Some(low)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            ) else {
+                return false;
+            };
+            let byte = (high * 16 + low) as u8;
+            if byte.is_ascii_control() {
+                return false;
+            }
+            decoded.push(byte);
+            i += 3;
+        } else {
+            decoded.push(bytes[i]);
+            i += 1;
+        }
+    }
+    !matches!(decoded.get(1), Some(b'/' | b'\\'))
 }
 
 #[server(endpoint = "login")]
@@ -24,10 +64,19 @@ pub async fn login(
     use crate::guard;
     use http::StatusCode;
     let db = guard::db()?;
-    match auth::sign_in(&db, name.trim(), &password, &guard::client_address()).await {
+    let sessions = use_context::<crate::config::Sessions>().unwrap_or_default();
+    match auth::sign_in(
+        &db,
+        name.trim(),
+        &password,
+        &guard::client_address(),
+        &sessions,
+    )
+    .await
+    {
         Ok((user, token)) => {
             tracing::info!(user = %user.name, "signed in");
-            guard::set_cookie(&auth::session_cookie(&token));
+            guard::set_cookie(&auth::session_cookie(&token, &sessions));
             leptos_axum::redirect(&safe_next(next.as_deref()));
             Ok(())
         }
@@ -36,6 +85,12 @@ pub async fn login(
             Err(ServerFnError::new(format!(
                 "Too many failed sign-ins. Try again in {minutes} minutes."
             )))
+        }
+        Err(SignInError::Busy) => {
+            guard::set_status(StatusCode::TOO_MANY_REQUESTS);
+            Err(ServerFnError::new(
+                "Too many sign-ins at once. Try again in a moment.",
+            ))
         }
         Err(SignInError::Invalid) => {
             guard::set_status(StatusCode::UNAUTHORIZED);
@@ -72,7 +127,9 @@ pub async fn current_user() -> Result<Option<Me>, ServerFnError> {
 pub fn LoginPage() -> impl IntoView {
     let login = ServerAction::<Login>::new();
     let query = use_query_map();
-    let next = move || query.read().get("next").unwrap_or_else(|| "/".into());
+    // An attribute, not a property: rendered on the server, so a sign-in before the wasm has
+    // loaded (or without JavaScript) still lands on the page asked for.
+    let next = move || safe_next(query.read().get("next").as_deref());
     let error = move || match login.value().get() {
         Some(Err(e)) => Some(crate::components::error_text(&e)),
         _ => None,
@@ -82,7 +139,7 @@ pub fn LoginPage() -> impl IntoView {
             <section class="panel narrow">
                 <h1>"Sign in to hookbox"</h1>
                 <ActionForm action=login>
-                    <input type="hidden" name="next" prop:value=next/>
+                    <input type="hidden" name="next" value=next/>
                     <label for="name">"User name"</label>
                     <input id="name" name="name" type="text" autocomplete="username" required autofocus/>
                     <label for="password">"Password"</label>
@@ -101,13 +158,56 @@ mod tests {
 
     #[test]
     fn only_local_paths_follow_a_sign_in() {
-        assert_eq!(
-            safe_next(Some("/events?status=failed")),
-            "/events?status=failed"
-        );
-        assert_eq!(safe_next(Some("//evil.example")), "/");
-        assert_eq!(safe_next(Some("https://evil.example")), "/");
-        assert_eq!(safe_next(Some("/\\evil")), "/");
+        for path in [
+            "/",
+            "/events?status=failed",
+            "/events?status=failed&source=crm&q=order%2F1",
+            "/objects/shop/order-1",
+            "/events?q=caf%C3%A9",
+            "/audit?action=replay&actor=o'brien",
+        ] {
+            assert_eq!(safe_next(Some(path)), path, "{path}");
+        }
         assert_eq!(safe_next(None), "/");
+    }
+
+    #[test]
+    fn hostile_next_values_fall_back_to_the_overview() {
+        for hostile in [
+            "",
+            "events",
+            "//evil.example",
+            "///evil.example",
+            "https://evil.example",
+            "javascript:alert(1)",
+            "/\\evil.example",
+            "\\/evil.example",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/ok\r\nSet-Cookie: hookbox_session=x",
+            "/\u{0}",
+            "/\u{7f}",
+            "/ /evil.example",
+            "/%2F/evil.example",
+            "/%2f/evil.example",
+            "/%5C/evil.example",
+            "/%5c/evil.example",
+            "/%09/evil.example",
+            "/events?q=%0d%0aX-Injected:%201",
+            "/events?q=%7F",
+            "/events?q=%",
+            "/events?q=%2",
+            "/events?q=%zz",
+            "/caf\u{e9}",
+            "/\u{2215}\u{2215}evil.example",
+            "/events#frag\"><script>",
+            "/events?q=<script>",
+        ] {
+            assert_eq!(safe_next(Some(hostile)), "/", "{hostile:?}");
+        }
+        assert_eq!(
+            safe_next(Some(&format!("/{}", "a".repeat(MAX_NEXT_LEN)))),
+            "/"
+        );
     }
 }

@@ -1,0 +1,312 @@
+//! The deployment settings read from the environment, read once and validated like the file:
+//! a bad value stops start-up naming the variable (never a silent fallback), and
+//! `hookbox check-config` reports each one. Secrets (`HOOKBOX_ADMIN_PASSWORD`) are reported as
+//! set or unset, never shown.
+
+use super::proxies::{TRUSTED_PROXIES_ENV, TrustedProxies};
+use crate::db::DEFAULT_DATABASE_URL;
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub const DEFAULT_SITE_ADDR: &str = "127.0.0.1:3000";
+pub const DEFAULT_SITE_ROOT: &str = "target/site";
+
+/// How the dashboard's sessions are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sessions {
+    /// `HOOKBOX_SESSION_HOURS` (12).
+    pub lifetime: chrono::Duration,
+    /// `HOOKBOX_COOKIE_SECURE=1`: the cookie is marked `Secure` (serve over https).
+    pub cookie_secure: bool,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions {
+            lifetime: chrono::Duration::hours(12),
+            cookie_secure: false,
+        }
+    }
+}
+
+/// Database pool sizes; `None` is the backend's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pools {
+    /// `HOOKBOX_DB_POOL_SIZE`: ingest on PostgreSQL (16), the read pool on SQLite (8).
+    pub ingest: Option<u32>,
+    /// `HOOKBOX_DASHBOARD_POOL_SIZE`: the dashboard's own pool on PostgreSQL (4).
+    pub dashboard: Option<u32>,
+}
+
+/// Every setting hookbox takes from its environment.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// `DATABASE_URL` (the embedded SQLite file when unset).
+    pub database_url: String,
+    /// `LEPTOS_SITE_ADDR`.
+    pub site_addr: SocketAddr,
+    /// `LEPTOS_SITE_ROOT`: the built dashboard.
+    pub site_root: String,
+    pub pools: Pools,
+    /// `HOOKBOX_LOG_FORMAT=json`.
+    pub log_json: bool,
+    /// `HOOKBOX_ALLOW_UNSIGNED=1`: `scheme = "none"` is allowed.
+    pub allow_unsigned: bool,
+    /// `HOOKBOX_ADMIN_PASSWORD`: the first start's `admin` password.
+    pub admin_password: Option<String>,
+    pub sessions: Sessions,
+    /// `HOOKBOX_SHUTDOWN_GRACE_SECS` (30).
+    pub shutdown_grace: Duration,
+    /// `HOOKBOX_TRUSTED_PROXIES`.
+    pub trusted_proxies: TrustedProxies,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe().join("; "))
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            database_url: DEFAULT_DATABASE_URL.into(),
+            site_addr: DEFAULT_SITE_ADDR
+                .parse()
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000))),
+            site_root: DEFAULT_SITE_ROOT.into(),
+            pools: Pools::default(),
+            log_json: false,
+            allow_unsigned: false,
+            admin_password: None,
+            sessions: Sessions::default(),
+            shutdown_grace: Duration::from_secs(30),
+            trusted_proxies: TrustedProxies::default(),
+        }
+    }
+}
+
+/// The problems of the environment, one per variable, each naming it. Never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsErrors(pub Vec<String>);
+
+impl fmt::Display for SettingsErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.join("\n"))
+    }
+}
+
+impl std::error::Error for SettingsErrors {}
+
+impl Settings {
+    /// From the process environment.
+    pub fn from_env() -> Result<Settings, SettingsErrors> {
+        Settings::read(&|name| std::env::var(name).ok())
+    }
+
+    /// From `env`; every problem found is returned. An empty value is the same as unset.
+    pub fn read(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, SettingsErrors> {
+        let mut problems = Vec::new();
+        let get = |name: &str| env(name).filter(|v| !v.is_empty());
+        let mut settings = Settings::default();
+
+        if let Some(url) = get("DATABASE_URL") {
+            if url.starts_with("postgres://")
+                || url.starts_with("postgresql://")
+                || url.starts_with("sqlite:")
+            {
+                settings.database_url = url;
+            } else {
+                problems.push(format!(
+                    "DATABASE_URL must start with postgres://, postgresql:// or sqlite:, not {:?}",
+                    url.split(':').next().unwrap_or_default()
+                ));
+            }
+        }
+        if let Some(addr) = get("LEPTOS_SITE_ADDR") {
+            match addr.parse() {
+                Ok(addr) => settings.site_addr = addr,
+                Err(_) => problems.push(format!(
+                    "LEPTOS_SITE_ADDR {addr:?} is not an address like 127.0.0.1:3000"
+                )),
+            }
+        }
+        if let Some(root) = get("LEPTOS_SITE_ROOT") {
+            settings.site_root = root;
+        }
+        let mut number = |name: &str, min: u64, max: u64| -> Option<u64> {
+            let text = get(name)?;
+            match text.trim().parse::<u64>() {
+                Ok(n) if (min..=max).contains(&n) => Some(n),
+                _ => {
+                    problems.push(format!(
+                        "{name} must be a whole number from {min} to {max}, not {text:?}"
+                    ));
+                    None
+                }
+            }
+        };
+        let pool = |n: u64| u32::try_from(n).ok();
+        settings.pools.ingest = number("HOOKBOX_DB_POOL_SIZE", 1, 1000).and_then(pool);
+        settings.pools.dashboard = number("HOOKBOX_DASHBOARD_POOL_SIZE", 1, 1000).and_then(pool);
+        if let Some(hours) = number("HOOKBOX_SESSION_HOURS", 1, 24 * 366) {
+            settings.sessions.lifetime = chrono::Duration::hours(hours as i64);
+        }
+        if let Some(secs) = number("HOOKBOX_SHUTDOWN_GRACE_SECS", 0, 3600) {
+            settings.shutdown_grace = Duration::from_secs(secs);
+        }
+        let mut flag = |name: &str, on: &str| -> bool {
+            match get(name) {
+                None => false,
+                Some(value) if value == on => true,
+                Some(value) if value == "0" && on == "1" => false,
+                Some(value) => {
+                    problems.push(format!("{name} must be {on:?} or unset, not {value:?}"));
+                    false
+                }
+            }
+        };
+        settings.log_json = flag("HOOKBOX_LOG_FORMAT", "json");
+        settings.allow_unsigned = flag("HOOKBOX_ALLOW_UNSIGNED", "1");
+        settings.sessions.cookie_secure = flag("HOOKBOX_COOKIE_SECURE", "1");
+        settings.admin_password = get("HOOKBOX_ADMIN_PASSWORD");
+        if let Some(text) = get(TRUSTED_PROXIES_ENV) {
+            match TrustedProxies::parse(&text) {
+                Ok(proxies) => settings.trusted_proxies = proxies,
+                Err(problem) => problems.push(problem),
+            }
+        }
+
+        if problems.is_empty() {
+            Ok(settings)
+        } else {
+            Err(SettingsErrors(problems))
+        }
+    }
+
+    /// One line per setting, for `hookbox check-config` and the start-up log; no secret.
+    pub fn describe(&self) -> Vec<String> {
+        let default = |value: Option<u32>| value.map_or("default".to_string(), |n| n.to_string());
+        vec![
+            format!("DATABASE_URL: {}", redact_url(&self.database_url)),
+            format!("LEPTOS_SITE_ADDR: {}", self.site_addr),
+            format!("LEPTOS_SITE_ROOT: {}", self.site_root),
+            format!(
+                "HOOKBOX_DB_POOL_SIZE: {}, HOOKBOX_DASHBOARD_POOL_SIZE: {}",
+                default(self.pools.ingest),
+                default(self.pools.dashboard)
+            ),
+            format!(
+                "HOOKBOX_SESSION_HOURS: {}, HOOKBOX_COOKIE_SECURE: {}",
+                self.sessions.lifetime.num_hours(),
+                if self.sessions.cookie_secure {
+                    "1"
+                } else {
+                    "unset"
+                }
+            ),
+            format!(
+                "HOOKBOX_SHUTDOWN_GRACE_SECS: {}",
+                self.shutdown_grace.as_secs()
+            ),
+            format!(
+                "HOOKBOX_LOG_FORMAT: {}, HOOKBOX_ALLOW_UNSIGNED: {}, HOOKBOX_ADMIN_PASSWORD: {}",
+                if self.log_json { "json" } else { "text" },
+                if self.allow_unsigned { "1" } else { "unset" },
+                if self.admin_password.is_some() {
+                    "set"
+                } else {
+                    "unset"
+                }
+            ),
+            self.trusted_proxies.describe(),
+        ]
+    }
+}
+
+/// A database URL without its password.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<Settings, SettingsErrors> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::read(&move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn an_empty_environment_gives_the_defaults() {
+        assert_eq!(read(&[]).expect("valid"), Settings::default());
+    }
+
+    #[test]
+    fn every_bad_value_is_named_and_none_falls_back_silently() {
+        let SettingsErrors(problems) = read(&[
+            ("HOOKBOX_SESSION_HOURS", "twelve"),
+            ("HOOKBOX_DB_POOL_SIZE", "0"),
+            ("HOOKBOX_COOKIE_SECURE", "yes"),
+            ("LEPTOS_SITE_ADDR", "localhost"),
+            ("DATABASE_URL", "mysql://x"),
+            ("HOOKBOX_TRUSTED_PROXIES", "lb"),
+        ])
+        .expect_err("six problems");
+        assert_eq!(problems.len(), 6, "{problems:#?}");
+        for name in [
+            "HOOKBOX_SESSION_HOURS",
+            "HOOKBOX_DB_POOL_SIZE",
+            "HOOKBOX_COOKIE_SECURE",
+            "LEPTOS_SITE_ADDR",
+            "DATABASE_URL",
+            "HOOKBOX_TRUSTED_PROXIES",
+        ] {
+            assert!(
+                problems.iter().any(|p| p.starts_with(name)),
+                "{name}: {problems:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn good_values_are_taken_and_secrets_never_described() {
+        let settings = read(&[
+            ("DATABASE_URL", "postgres://hookbox:s3cret@db/hookbox"),
+            ("HOOKBOX_SESSION_HOURS", "8"),
+            ("HOOKBOX_COOKIE_SECURE", "1"),
+            ("HOOKBOX_ADMIN_PASSWORD", "first-password"),
+            ("HOOKBOX_DASHBOARD_POOL_SIZE", "6"),
+        ])
+        .expect("valid");
+        assert_eq!(settings.sessions.lifetime, chrono::Duration::hours(8));
+        assert!(settings.sessions.cookie_secure);
+        assert_eq!(settings.pools.dashboard, Some(6));
+        let described = settings.describe().join("\n");
+        assert!(!described.contains("s3cret"), "{described}");
+        assert!(!described.contains("first-password"), "{described}");
+        assert!(
+            described.contains("postgres://hookbox:***@db/hookbox"),
+            "{described}"
+        );
+        assert!(
+            described.contains("HOOKBOX_ADMIN_PASSWORD: set"),
+            "{described}"
+        );
+        assert!(!format!("{settings:?}").contains("first-password"));
+    }
+}

@@ -1,0 +1,333 @@
+//! The config file's parser: every key, every problem named.
+use super::*;
+
+fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    Config::parse(text, Path::new("hookbox.toml"), &env)
+}
+
+/// The only problem of a file that must have exactly one.
+fn problem(text: &str, vars: &[(&str, &str)]) -> ConfigError {
+    let ConfigErrors(mut problems) = parse(text, vars).expect_err("a problem");
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    problems.remove(0)
+}
+
+fn where_(e: &ConfigError) -> (Option<&str>, Option<&str>) {
+    (e.source_name.as_deref(), e.key.as_deref())
+}
+
+fn spelled(field: &Option<Field>) -> String {
+    field.as_ref().map(Field::to_string).unwrap_or_default()
+}
+
+#[test]
+fn a_minimal_source_gets_the_snapshot_envelope() {
+    let config = parse(
+        "[[sources]]\nname = \"shop\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "s3cret")],
+    )
+    .expect("valid");
+    let shop = config.source("shop").expect("declared");
+    assert_eq!(shop.mapping, Mapping::snapshot_envelope());
+    assert_eq!(shop.keys.len(), 1);
+    assert_eq!(shop.secrets_env, ["S"]);
+    assert_eq!(shop.preset, None);
+    assert_eq!(config.server, ServerSettings::default());
+}
+
+#[test]
+fn errors_name_file_source_and_key() {
+    let e = problem(
+        "[[sources]]\nname = \"shop\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"MISSING\"]\n",
+        &[],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source shop: secrets_env: environment variable MISSING is unset or empty"
+    );
+    let e = problem(
+        "[[sources]]\nname = \"Shop!\"\nscheme = \"none\"\n",
+        &[("HOOKBOX_ALLOW_UNSIGNED", "1")],
+    );
+    assert_eq!(where_(&e), (Some("Shop!"), Some("name")));
+    let e = problem("[[sources]]\nname = \"dev\"\nscheme = \"none\"\n", &[]);
+    assert_eq!(where_(&e), (Some("dev"), Some("scheme")));
+    assert!(
+        parse(
+            "[[sources]]\nname = \"dev\"\nscheme = \"none\"\n",
+            &[("HOOKBOX_ALLOW_UNSIGNED", "1")]
+        )
+        .is_ok()
+    );
+    let e = problem(
+        "[[sources]]\nname = \"a\"\nscheme = \"none\"\nevent_id = \"id\"\n",
+        &[("HOOKBOX_ALLOW_UNSIGNED", "1")],
+    );
+    assert_eq!(where_(&e), (Some("a"), Some("event_id")));
+    let e = problem("[server]\nmax_body_bytes = 0\n", &[]);
+    assert_eq!(where_(&e), (None, Some("server.max_body_bytes")));
+    let e = problem("[server]\nmax_bytes = 1\n", &[]);
+    assert_eq!(where_(&e), (None, Some("server.max_bytes")));
+    assert!(e.message.starts_with("unknown key"), "{e}");
+    let e = problem(
+        "[[sources]]\nscheme = \"none\"\n",
+        &[("HOOKBOX_ALLOW_UNSIGNED", "1")],
+    );
+    assert_eq!(e.to_string(), "hookbox.toml: source #1: name: is required");
+}
+
+#[test]
+fn every_problem_in_a_file_is_reported() {
+    let text = r#"
+[server]
+retention_days = "forever"
+colour = "blue"
+
+[[sources]]
+name = "stripe"
+preset = "stripe"
+secrets_env = ["STRIPE_SECRET", "STRIPE_OLD"]
+tolerance_secs = -5
+
+[[sources]]
+name = "stripe"
+scheme = "carrier-pigeon"
+secrets_env = ["PIGEON"]
+mode = "sometimes"
+event_id = ["/id", "nowhere"]
+
+[[sources]]
+name = "gh"
+preset = "github"
+secrets_env = "GH_SECRET"
+revision = "/rev"
+"#;
+    let ConfigErrors(problems) =
+        parse(text, &[("STRIPE_SECRET", "whsec_x")]).expect_err("problems");
+
+    let found: Vec<(Option<&str>, Option<&str>)> = problems.iter().map(where_).collect();
+    assert_eq!(
+        found,
+        [
+            (None, Some("server.colour")),
+            (None, Some("server.retention_days")),
+            (Some("stripe"), Some("secrets_env")),
+            (Some("stripe"), Some("tolerance_secs")),
+            (Some("stripe"), Some("name")),
+            (Some("stripe"), Some("scheme")),
+            (Some("stripe"), Some("secrets_env")),
+            (Some("stripe"), Some("mode")),
+            (Some("stripe"), Some("event_id")),
+            (Some("gh"), Some("secrets_env")),
+            (Some("gh"), Some("revision")),
+        ],
+        "{problems:#?}"
+    );
+    let messages: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages[1],
+        "hookbox.toml: server.retention_days: must be an integer, not a string"
+    );
+    assert_eq!(
+        messages[2],
+        "hookbox.toml: source stripe: secrets_env: environment variable STRIPE_OLD is unset or empty"
+    );
+    assert_eq!(
+        messages[4],
+        "hookbox.toml: source stripe: name: is declared twice"
+    );
+    assert_eq!(
+        messages[9],
+        "hookbox.toml: source gh: secrets_env: must be a list of strings, not a string"
+    );
+    assert_eq!(
+        ConfigErrors(problems).to_string().lines().count(),
+        11,
+        "one problem per line"
+    );
+}
+
+#[test]
+fn a_toml_syntax_error_names_its_line() {
+    let e = problem("[[sources]]\nname = \"a\"\nscheme = \n", &[]);
+    assert_eq!(where_(&e), (None, None));
+    assert!(e.to_string().starts_with("hookbox.toml: line 3: "), "{e}");
+}
+
+#[test]
+fn a_preset_sets_scheme_mode_and_mapping() {
+    let config = parse(
+        "[[sources]]\nname = \"payments\"\npreset = \"stripe\"\nsecrets_env = [\"S\", \"S_OLD\"]\n",
+        &[("S", "whsec_new"), ("S_OLD", "whsec_old")],
+    )
+    .expect("valid");
+    let source = config.source("payments").expect("declared");
+
+    assert_eq!(source.preset, Some(Preset::Stripe));
+    assert_eq!(source.scheme, Scheme::Stripe);
+    assert_eq!(source.mapping, Preset::Stripe.mapping());
+    assert_eq!(source.mapping.mode, Mode::Dedup);
+    assert_eq!(source.keys.len(), 2);
+    assert_eq!(source.tolerance_secs, DEFAULT_TOLERANCE_SECS);
+}
+
+#[test]
+fn every_preset_is_a_complete_source() {
+    for preset in ALL_PRESETS {
+        let secret = match preset.scheme() {
+            Scheme::StandardWebhooks => "whsec_c2VjcmV0",
+            _ => "secret",
+        };
+        let text = format!(
+            "[[sources]]\nname = \"p\"\npreset = \"{}\"\nsecrets_env = [\"S\"]\n",
+            preset.name()
+        );
+        let config = parse(&text, &[("S", secret)]).expect("valid");
+        let source = config.source("p").expect("declared");
+        assert_eq!(
+            (source.scheme, &source.mapping),
+            (preset.scheme(), &preset.mapping()),
+            "{preset:?}"
+        );
+    }
+}
+
+#[test]
+fn any_preset_key_can_be_overridden() {
+    let config = parse(
+        r#"
+[[sources]]
+name = "shop"
+preset = "shopify"
+secrets_env = ["S"]
+object_id = "/admin_graphql_api_id"
+event_type = []
+tolerance_secs = 60
+
+[[sources]]
+name = "clerk"
+preset = "clerk"
+secrets_env = ["W"]
+event_id = "header:svix-id"
+object_id = []
+
+[[sources]]
+name = "orders"
+preset = "paddle"
+scheme = "hmac-sha256"
+mode = "snapshot"
+secrets_env = ["S"]
+"#,
+        &[("S", "secret"), ("W", "whsec_c2VjcmV0")],
+    )
+    .expect("valid");
+
+    let shop = config.source("shop").expect("declared");
+    assert_eq!(
+        shop.mapping.event_id.to_string(),
+        r#"["header:x-shopify-event-id", "header:x-shopify-webhook-id"]"#
+    );
+    assert_eq!(spelled(&shop.mapping.object_id), "/admin_graphql_api_id");
+    assert_eq!(shop.mapping.event_type, None, "an empty list unmaps");
+    assert_eq!(shop.tolerance_secs, 60);
+    let clerk = config.source("clerk").expect("declared");
+    assert_eq!(clerk.mapping.event_id.to_string(), "header:svix-id");
+    assert_eq!(clerk.mapping.object_id, None);
+    assert_eq!(spelled(&clerk.mapping.event_type), "/type");
+    let orders = config.source("orders").expect("declared");
+    assert_eq!(orders.scheme, Scheme::HmacSha256);
+    assert_eq!(orders.mapping.mode, Mode::Snapshot);
+    assert_eq!(spelled(&orders.mapping.object_id), "/data/id");
+    assert_eq!(spelled(&orders.mapping.revision), "/revision");
+    assert_eq!(spelled(&orders.mapping.snapshot), "/snapshot");
+    assert_eq!(orders.mapping.event_id.to_string(), "/event_id");
+}
+
+#[test]
+fn fields_may_list_alternatives() {
+    let config = parse(
+        "[[sources]]\nname = \"a\"\nscheme = \"github\"\nsecrets_env = [\"S\"]\nmode = \"dedup\"\nevent_id = [\"header:X-A\", \"/id\"]\n",
+        &[("S", "secret")],
+    )
+    .expect("valid");
+    let places = config.sources[0].mapping.event_id.places().to_vec();
+    assert_eq!(places, [FieldRef::header("x-a"), FieldRef::pointer("/id")]);
+
+    let e = problem(
+        "[[sources]]\nname = \"a\"\nscheme = \"github\"\nsecrets_env = [\"S\"]\nevent_id = []\n",
+        &[("S", "secret")],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source a: event_id: must name at least one place"
+    );
+    let e = problem(
+        "[[sources]]\nname = \"a\"\nscheme = \"github\"\nsecrets_env = [\"S\"]\nsnapshot = [\"/s\", \"header:X-S\"]\n",
+        &[("S", "secret")],
+    );
+    assert_eq!(where_(&e), (Some("a"), Some("snapshot")));
+    let e = problem(
+        "[[sources]]\nname = \"a\"\nscheme = \"github\"\nsecrets_env = [\"S\"]\nobject_id = []\n",
+        &[("S", "secret")],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source a: object_id: is required in snapshot mode"
+    );
+}
+
+#[test]
+fn unknown_presets_and_schemes_are_named() {
+    let e = problem(
+        "[[sources]]\nname = \"a\"\npreset = \"twilio\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "secret")],
+    );
+    assert_eq!(where_(&e), (Some("a"), Some("preset")));
+    assert!(
+        e.message
+            .contains("stripe, github, paddle, shopify, slack, clerk, svix"),
+        "{e}"
+    );
+    let e = problem(
+        "[[sources]]\nname = \"a\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "secret")],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source a: scheme: is required (or a preset)"
+    );
+}
+
+#[test]
+fn secret_values_never_appear_in_errors() {
+    let e = problem(
+        "[[sources]]\nname = \"sw\"\nscheme = \"standard-webhooks\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "whsec_!!!not-base64-topsecret")],
+    );
+    assert!(!e.to_string().contains("topsecret"), "{e}");
+    // A secret pasted into the file instead of a variable name is not echoed either.
+    for text in [
+        "[[sources]]\nname = \"a\"\npreset = \"stripe\"\nsecrets_env = [\"whsec_topsecret/+=\"]\n",
+        "[[sources]]\nname = \"a\"\npreset = \"stripe\"\nsecrets_env = \"whsec_topsecret\"\n",
+        "[[sources]]\nname = \"a\"\npreset = \"stripe\"\nsecrets_env = [\"S\"]\nscheme = [\"topsecret\"]\n",
+    ] {
+        let e = problem(text, &[("S", "secret")]);
+        assert_eq!(
+            where_(&e),
+            (
+                Some("a"),
+                Some(if text.contains("scheme =") {
+                    "scheme"
+                } else {
+                    "secrets_env"
+                })
+            )
+        );
+        assert!(!e.to_string().contains("topsecret"), "{e}");
+    }
+}
