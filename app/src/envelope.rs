@@ -200,15 +200,33 @@ pub struct Envelope {
     pub event_type: Option<String>,
 }
 
+/// Which of the two refusals of a body a delivery meets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InvalidKind {
+    /// The body is not UTF-8 or not JSON: 400.
+    Unreadable,
+    /// JSON that breaks the envelope's rules, or that the database cannot store: 422.
+    Unacceptable,
+}
+
 /// Why a delivery cannot be ingested, with what could still be read for the archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid {
-    /// 400 (not UTF-8, not JSON) or 422 (JSON that breaks the envelope's rules).
-    pub http_status: u16,
+    pub kind: InvalidKind,
     pub reason: String,
     pub event_id: Option<String>,
     pub object_id: Option<String>,
     pub event_type: Option<String>,
+}
+
+impl Invalid {
+    /// The answer's status: the one place the kind becomes HTTP.
+    pub fn status(&self) -> http::StatusCode {
+        match self.kind {
+            InvalidKind::Unreadable => http::StatusCode::BAD_REQUEST,
+            InvalidKind::Unacceptable => http::StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
 }
 
 /// A field's value, found in the body or in a header.
@@ -223,8 +241,8 @@ pub fn parse_envelope(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Envelope, Invalid> {
-    let invalid = |http_status, reason: String| Invalid {
-        http_status,
+    let invalid = |kind, reason: String| Invalid {
+        kind,
         reason,
         event_id: None,
         object_id: None,
@@ -232,13 +250,13 @@ pub fn parse_envelope(
     };
     let text = std::str::from_utf8(body).map_err(|e| {
         invalid(
-            400,
+            InvalidKind::Unreadable,
             format!("body is not UTF-8 (invalid byte at {})", e.valid_up_to()),
         )
     })?;
     let doc = json::parse(text).map_err(|e| match e {
-        JsonError::Syntax { .. } => invalid(400, e.to_string()),
-        JsonError::Unsupported { .. } => invalid(422, e.to_string()),
+        JsonError::Syntax { .. } => invalid(InvalidKind::Unreadable, e.to_string()),
+        JsonError::Unsupported { .. } => invalid(InvalidKind::Unacceptable, e.to_string()),
     })?;
 
     // The first place of a field that is present in the request, and which place that was.
@@ -287,7 +305,7 @@ pub fn parse_envelope(
         .transpose();
     let readable = |r: &Result<Option<Option<String>>, String>| r.clone().ok().flatten().flatten();
     let mut fail = Invalid {
-        http_status: 422,
+        kind: InvalidKind::Unacceptable,
         reason: String::new(),
         event_id: event_id.clone().ok().flatten(),
         object_id: readable(&object_id),
@@ -392,7 +410,7 @@ mod tests {
 
     fn reason(body: &str) -> (u16, String) {
         let e = parse(body).expect_err("should be invalid");
-        (e.http_status, e.reason)
+        (e.status().as_u16(), e.reason)
     }
 
     #[test]
@@ -439,7 +457,10 @@ mod tests {
             b"\xff\xfe",
         )
         .expect_err("bad");
-        assert_eq!((e.http_status, e.reason.contains("UTF-8")), (400, true));
+        assert_eq!(
+            (e.status().as_u16(), e.reason.contains("UTF-8")),
+            (400, true)
+        );
         let (status, why) = reason(r#"{"event_id":"e","object_id":"o","revision":1}"#);
         assert_eq!((status, why.contains("snapshot")), (422, true));
         let (_, why) = reason(r#"{"event_id":"e","object_id":"o","revision":1,"snapshot":[1]}"#);

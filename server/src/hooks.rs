@@ -4,6 +4,7 @@
 //! is not an event.
 
 use crate::AppState;
+use crate::request_id::RequestId;
 use app::envelope::parse_envelope;
 use app::ingest::{self, Outcome, Received, Recorded};
 use app::providers;
@@ -35,23 +36,18 @@ const REDACTED_HEADERS: &[&str] = &[
 pub async fn receive(
     State(state): State<AppState>,
     Path(source_name): Path<String>,
+    request_id: RequestId,
     headers: HeaderMap,
     body: Body,
-) -> Response {
-    let Some(source) = state.config.source(&source_name) else {
-        return answer(
-            StatusCode::NOT_FOUND,
-            json!({"status": "not_found", "reason": "unknown source"}),
-        );
-    };
+) -> Result<Response, Rejection> {
+    let source = state
+        .config
+        .source(&source_name)
+        .ok_or(Rejection::UnknownSource)?;
 
-    let limit = state.config.server.max_body_bytes;
     // In all, not per chunk: a sender trickling its body cannot hold a connection longer.
     let deadline = Duration::from_secs(state.config.server.body_read_timeout_secs);
-    let body = match read_body(body, &headers, limit, deadline).await {
-        Ok(body) => body,
-        Err(refusal) => return refusal.into_response(),
-    };
+    let body = read_body(body, &headers, state.config.server.max_body_bytes, deadline).await?;
 
     let now = chrono::Utc::now();
     if let Err(why) = source.scheme.verify(
@@ -64,7 +60,7 @@ pub async fn receive(
         tracing::info!(source = %source.name, reason = %why, "authentication failed");
         metrics::counter!("hookbox_auth_failures_total", "source" => source.name.clone())
             .increment(1);
-        return answer(StatusCode::UNAUTHORIZED, json!({"status": "unauthorized"}));
+        return Err(Rejection::Unauthorized);
     }
     // Counted only once the sender is authenticated: unsigned junk cannot spend a genuine
     // sender's allowance.
@@ -73,19 +69,14 @@ pub async fn receive(
     {
         metrics::counter!("hookbox_rate_limited_total", "source" => source.name.clone())
             .increment(1);
-        let mut response = answer(
-            StatusCode::TOO_MANY_REQUESTS,
-            json!({"status": "rate_limited", "reason": format!("more than {per_sec} deliveries a second for this source")}),
-        );
-        let retry_after = wait.as_secs().max(1);
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
-        return response;
+        return Err(Rejection::RateLimited {
+            per_sec,
+            retry_after_secs: wait.as_secs().max(1),
+        });
     }
     if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
         tracing::info!(source = %source.name, "provider handshake answered (not archived)");
-        return answer(StatusCode::OK, reply);
+        return Ok(answer(StatusCode::OK, reply));
     }
 
     let headers_json = archived_headers(&headers);
@@ -101,11 +92,6 @@ pub async fn receive(
             .signs_body_only()
             .then(|| ingest::body_digest(&body)),
     };
-    let request_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("-")
-        .to_string();
     let started = std::time::Instant::now();
     let (recorded, event_id, status) = match parse_envelope(&source.mapping, &headers, &body) {
         Ok(envelope) => {
@@ -113,45 +99,37 @@ pub async fn receive(
                 ingest::apply_delivery(&state.db, source.mapping.mode, &received, &envelope).await;
             (recorded, Some(envelope.event_id), None)
         }
-        Err(invalid) => {
-            let status = StatusCode::from_u16(invalid.http_status)
-                .unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-            (
-                ingest::record_invalid(&state.db, &received, &invalid).await,
-                invalid.event_id,
-                Some(status),
-            )
-        }
+        Err(invalid) => (
+            ingest::record_invalid(&state.db, &received, &invalid).await,
+            invalid.event_id.clone(),
+            Some(invalid.status()),
+        ),
     };
     metrics::histogram!("hookbox_ingest_transaction_duration_seconds", "source" => source.name.clone())
         .record(started.elapsed().as_secs_f64());
-    match recorded {
-        Ok(Recorded {
-            archive_id,
-            outcome,
-        }) => {
-            metrics::counter!(
-                "hookbox_deliveries_total",
-                "source" => source.name.clone(),
-                "outcome" => outcome.name()
-            )
+    let Recorded {
+        archive_id,
+        outcome,
+    } = recorded.map_err(|e| {
+        tracing::error!(source = %source.name, error = %e, "delivery not recorded: database unavailable");
+        metrics::counter!("hookbox_deliveries_total", "source" => source.name.clone(), "outcome" => "unavailable")
             .increment(1);
-            tracing::info!(
-                source = %source.name,
-                event_id = event_id.as_deref().unwrap_or("-"),
-                outcome = outcome.name(),
-                archive_id,
-                "delivery recorded"
-            );
-            outcome_answer(&outcome, event_id.as_deref(), status)
-        }
-        Err(e) => {
-            tracing::error!(source = %source.name, error = %e, "delivery not recorded: database unavailable");
-            metrics::counter!("hookbox_deliveries_total", "source" => source.name.clone(), "outcome" => "unavailable")
-                .increment(1);
-            unavailable(&request_id)
-        }
-    }
+        Rejection::Unavailable { request_id }
+    })?;
+    metrics::counter!(
+        "hookbox_deliveries_total",
+        "source" => source.name.clone(),
+        "outcome" => outcome.name()
+    )
+    .increment(1);
+    tracing::info!(
+        source = %source.name,
+        event_id = event_id.as_deref().unwrap_or("-"),
+        outcome = outcome.name(),
+        archive_id,
+        "delivery recorded"
+    );
+    Ok(outcome_answer(&outcome, event_id.as_deref(), status))
 }
 
 /// The answer to an ingested delivery (`docs/webhooks.md`, section 4). `invalid_status` is the
@@ -210,19 +188,6 @@ fn outcome_answer(
     }
 }
 
-/// 503 with `Retry-After`: the sender keeps the delivery and tries again.
-/// The request id finds the logged cause.
-pub fn unavailable(request_id: &str) -> Response {
-    let mut response = answer(
-        StatusCode::SERVICE_UNAVAILABLE,
-        json!({"status": "unavailable", "request_id": request_id}),
-    );
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
-    response
-}
-
 fn answer(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
 }
@@ -247,41 +212,73 @@ fn archived_headers(headers: &HeaderMap) -> String {
     Value::Object(map).to_string()
 }
 
-/// Why a request body was not read.
-enum BodyRefusal {
+/// Every answer of the endpoint that is not an ingested delivery's outcome, in one place.
+#[derive(Debug)]
+pub enum Rejection {
+    /// 404: no source of that name.
+    UnknownSource,
+    /// 413: the body is over `max_body_bytes`.
     TooLarge { limit: usize },
+    /// 408: the body did not arrive within `body_read_timeout_secs`.
     TimedOut { deadline: Duration },
+    /// 400: the body could not be read (the connection broke mid-body).
     Unreadable,
+    /// 401: authentication failed; the sender learns nothing more.
+    Unauthorized,
+    /// 429: the source's authenticated deliveries are over `rate_limit_per_sec`.
+    RateLimited { per_sec: u32, retry_after_secs: u64 },
+    /// 503: the delivery could not be recorded; the sender keeps it and tries again. The
+    /// request id finds the logged cause.
+    Unavailable { request_id: RequestId },
 }
 
-impl IntoResponse for BodyRefusal {
+impl IntoResponse for Rejection {
     fn into_response(self) -> Response {
-        match self {
-            BodyRefusal::TooLarge { limit } => {
-                let mut response = answer(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    json!({"status": "invalid", "reason": format!("body is larger than {limit} bytes")}),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                response
-            }
-            BodyRefusal::TimedOut { deadline } => {
-                let mut response = answer(
-                    StatusCode::REQUEST_TIMEOUT,
-                    json!({"status": "invalid", "reason": format!("the request body did not arrive within {} s", deadline.as_secs())}),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                response
-            }
-            BodyRefusal::Unreadable => answer(
+        let (status, body, extra) = match self {
+            Rejection::UnknownSource => (
+                StatusCode::NOT_FOUND,
+                json!({"status": "not_found", "reason": "unknown source"}),
+                None,
+            ),
+            Rejection::TooLarge { limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"status": "invalid", "reason": format!("body is larger than {limit} bytes")}),
+                Some((header::CONNECTION, HeaderValue::from_static("close"))),
+            ),
+            Rejection::TimedOut { deadline } => (
+                StatusCode::REQUEST_TIMEOUT,
+                json!({"status": "invalid", "reason": format!("the request body did not arrive within {} s", deadline.as_secs())}),
+                Some((header::CONNECTION, HeaderValue::from_static("close"))),
+            ),
+            Rejection::Unreadable => (
                 StatusCode::BAD_REQUEST,
                 json!({"status": "invalid", "reason": "the request body could not be read"}),
+                None,
             ),
+            Rejection::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                json!({"status": "unauthorized"}),
+                None,
+            ),
+            Rejection::RateLimited {
+                per_sec,
+                retry_after_secs,
+            } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                json!({"status": "rate_limited", "reason": format!("more than {per_sec} deliveries a second for this source")}),
+                Some((header::RETRY_AFTER, HeaderValue::from(retry_after_secs))),
+            ),
+            Rejection::Unavailable { request_id } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"status": "unavailable", "request_id": request_id.0}),
+                Some((header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS))),
+            ),
+        };
+        let mut response = answer(status, body);
+        if let Some((name, value)) = extra {
+            response.headers_mut().insert(name, value);
         }
+        response
     }
 }
 
@@ -293,7 +290,7 @@ async fn read_body(
     headers: &HeaderMap,
     limit: usize,
     deadline: Duration,
-) -> Result<Bytes, BodyRefusal> {
+) -> Result<Bytes, Rejection> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
@@ -308,19 +305,19 @@ async fn read_body(
             if !waits && declared <= DISCARD_BYTES {
                 discard(&mut body, declared).await;
             }
-            return Err(BodyRefusal::TooLarge { limit });
+            return Err(Rejection::TooLarge { limit });
         }
         let mut buffer = BytesMut::with_capacity(declared.map_or(0, |n| n as usize));
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else {
-                return Err(BodyRefusal::Unreadable);
+                return Err(Rejection::Unreadable);
             };
             let Ok(data) = frame.into_data() else {
                 continue;
             };
             if buffer.len() + data.len() > limit {
                 discard(&mut body, DISCARD_BYTES).await;
-                return Err(BodyRefusal::TooLarge { limit });
+                return Err(Rejection::TooLarge { limit });
             }
             buffer.extend_from_slice(&data);
         }
@@ -328,7 +325,7 @@ async fn read_body(
     };
     tokio::time::timeout(deadline, read)
         .await
-        .unwrap_or(Err(BodyRefusal::TimedOut { deadline }))
+        .unwrap_or(Err(Rejection::TimedOut { deadline }))
 }
 
 /// Reads and drops what is left of a body, up to `at_most` bytes (never more than

@@ -5,6 +5,7 @@ pub mod hooks;
 pub mod maintenance;
 pub mod metrics;
 pub mod rate_limit;
+pub mod request_id;
 pub mod routes;
 pub mod send;
 pub mod serve;

@@ -1,5 +1,6 @@
 //! The router: the webhook endpoint, then the Leptos dashboard behind sign-in.
 
+use crate::request_id::{RandomRequestId, RequestId, drop_unfit_request_id};
 use crate::{AppState, hooks, metrics};
 use app::auth;
 use app::guard::ClientAddress;
@@ -15,9 +16,7 @@ use leptos::prelude::LeptosOptions;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tower_http::request_id::{
-    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
-};
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -60,7 +59,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
         .layer(middleware::from_fn(security_headers))
         .layer(axum::Extension(state.clone()));
 
-    let request_id = HeaderName::from_static("x-request-id");
+    let request_id = HeaderName::from_static(crate::request_id::HEADER);
     let deadline = Duration::from_secs(state.config.server.request_timeout_secs);
     webhooks
         .merge(dashboard)
@@ -71,34 +70,12 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
         ))
         .route_layer(middleware::from_fn(metrics::time_requests))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+            let id = RequestId::of(request.headers());
             tracing::info_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path())
         }))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(SetRequestIdLayer::new(request_id, RandomRequestId))
         .layer(middleware::from_fn(drop_unfit_request_id))
-}
-
-/// The longest `x-request-id` kept from a client or proxy.
-pub const MAX_REQUEST_ID_LEN: usize = 64;
-
-/// A client's `x-request-id` goes into logs, response headers and 503 bodies: one that is long
-/// or holds anything but letters, digits, `-`, `_`, `.` and `:` is replaced by a random one.
-async fn drop_unfit_request_id(mut request: Request, next: Next) -> Response {
-    let fit = |v: &HeaderValue| {
-        let bytes = v.as_bytes();
-        !bytes.is_empty()
-            && bytes.len() <= MAX_REQUEST_ID_LEN
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
-    };
-    let headers = request.headers_mut();
-    let values: Vec<&HeaderValue> = headers.get_all("x-request-id").iter().collect();
-    if values.len() > 1 || values.first().is_some_and(|v| !fit(v)) {
-        headers.remove("x-request-id");
-    }
-    next.run(request).await
 }
 
 /// The policy of every page: scripts only from hookbox itself and the inline hydration script
@@ -151,38 +128,21 @@ async fn security_headers(request: Request, next: Next) -> Response {
     response
 }
 
-/// A random id for every request (kept when a proxy already set `x-request-id`): on every log
-/// line of the request, in its response headers and in every 5xx body.
-#[derive(Clone, Copy)]
-struct RandomRequestId;
-
-impl MakeRequestId for RandomRequestId {
-    fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<RequestId> {
-        HeaderValue::from_str(&format!("{:016x}", rand::random::<u64>()))
-            .ok()
-            .map(RequestId::new)
-    }
-}
-
 /// `GET /readyz`: 200 when the database answers, else 503.
-async fn ready(State(state): State<AppState>, headers: HeaderMap) -> Response {
+async fn ready(State(state): State<AppState>, request_id: RequestId) -> Response {
     match state.db.conn.ping().await {
         Ok(()) => (StatusCode::OK, "ready").into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "not ready: the database does not answer");
-            unavailable(&headers)
+            unavailable(&request_id)
         }
     }
 }
 
 /// 503 for a page or check when the database does not answer, naming the request id to find
 /// the logged cause.
-fn unavailable(headers: &HeaderMap) -> Response {
-    let id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("-");
-    let text = format!("the database is unavailable; try again shortly (request id {id})");
+fn unavailable(request_id: &RequestId) -> Response {
+    let text = format!("the database is unavailable; try again shortly (request id {request_id})");
     (StatusCode::SERVICE_UNAVAILABLE, text).into_response()
 }
 
@@ -254,7 +214,7 @@ async fn guard_dashboard(
             Ok(user) => user.is_some(),
             Err(e) => {
                 tracing::error!(error = %e, "session lookup failed");
-                return unavailable(request.headers());
+                return unavailable(&RequestId::of(request.headers()));
             }
         },
         None => false,
@@ -293,7 +253,7 @@ async fn search(
         Ok(target) => Redirect::to(&target).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "search failed");
-            unavailable(&headers)
+            unavailable(&RequestId::of(&headers))
         }
     }
 }

@@ -78,7 +78,7 @@ pub fn envelope(data: &[u8]) {
         }
         Err(invalid) => {
             assert!(
-                invalid.http_status == 400 || invalid.http_status == 422,
+                matches!(invalid.status().as_u16(), 400 | 422),
                 "{invalid:?}"
             );
             assert!(!invalid.reason.is_empty());

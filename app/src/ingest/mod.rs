@@ -135,7 +135,7 @@ pub async fn apply_delivery(
             Some(reason) => {
                 tracing::warn!(source = received.source, event_id = %envelope.event_id, error = %e, "the database refused a delivery");
                 let invalid = Invalid {
-                    http_status: 422,
+                    kind: crate::envelope::InvalidKind::Unacceptable,
                     reason,
                     event_id: Some(envelope.event_id.clone()),
                     object_id: envelope.object_id.clone(),
