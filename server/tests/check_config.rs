@@ -232,7 +232,11 @@ fn deployment_settings_are_reported_and_every_bad_value_is_named() {
     ] {
         assert!(text(&bad.stderr).contains(named), "{}", text(&bad.stderr));
     }
-    assert!(text(&bad.stderr).contains("has 3 problems"), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("has 3 problems"),
+        "{}",
+        text(&bad.stderr)
+    );
     assert!(!serve.status.success());
     let stderr = text(&serve.stderr);
     assert!(stderr.contains("\"lb.internal\""), "{stderr}");
