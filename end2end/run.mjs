@@ -154,12 +154,77 @@ test('an operator bulk-replays the failed deliveries of a filter with the count 
   const matched = Number(text.match(/^(\d+) failed deliveries match/)[1]);
   assert.equal(matched, 3, text);
   assert.match(text, /applied: 2/);
+  assert.match(text, /\(source legacy, status failed\)/);
   assert.equal(await page.getByTestId('bulk-confirm').isDisabled(), true, 'needs the typed confirmation');
-  await page.getByLabel(/to replay them/).fill(`replay ${matched}`);
+  assert.match(await page.getByTestId('bulk-confirm').innerText(), /Replay 3 failed deliveries of source legacy, status failed/);
+  await page.getByLabel(/to replay 3 failed deliveries of source legacy, status failed/).fill(`replay ${matched}`);
   await page.getByTestId('bulk-confirm').click();
   const result = page.getByTestId('bulk-result');
   await result.waitFor();
   assert.match(await result.innerText(), /Replayed 3 deliveries: .*applied: 2/);
+});
+
+// Every failed delivery the seed leaves: e-1-again (demo) and legacy-1..3; replays add none.
+const FAILED_IN_ALL_SOURCES = 4;
+
+test('the filter form and the bulk replay follow the URL after Clear and the Back button', async (page) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD, '/events');
+  await hydrated(page);
+  const status = page.getByLabel('Status');
+  const source = page.getByLabel('Source');
+  await status.selectOption('failed');
+  await source.fill('legacy');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForURL(/status=failed.*source=legacy/);
+  await page.getByTestId('bulk-dry-run').click();
+  const dry = page.getByTestId('bulk-dry-run-result');
+  await dry.waitFor();
+  assert.match(await dry.innerText(), /^3 failed deliveries match \(source legacy, status failed\)/);
+
+  // Clear: the list shows every source, and so must the form and the next dry run.
+  await page.getByRole('link', { name: 'Clear' }).click();
+  await page.waitForURL(/\/events$/);
+  await page.getByTestId('event-row').filter({ hasText: 'e-3' }).first().waitFor();
+  assert.equal(await dry.count(), 0, "the dry run of the earlier filter is gone");
+  assert.equal(await status.inputValue(), '', 'status shows the URL (any)');
+  assert.equal(await source.inputValue(), '', 'source shows the URL (empty)');
+  await page.getByTestId('bulk-dry-run').click();
+  await dry.waitFor();
+  const text = await dry.innerText();
+  assert.match(text, new RegExp(`^${FAILED_IN_ALL_SOURCES} failed deliveries match \\(every source, status failed\\)`), text);
+  assert.match(await page.getByTestId('bulk-confirm').innerText(),
+    new RegExp(`Replay ${FAILED_IN_ALL_SOURCES} failed deliveries of every source, status failed`));
+
+  // Back: the form shows the filter of the URL again, and no result of another filter.
+  await page.goBack();
+  await page.waitForURL(/status=failed.*source=legacy/);
+  await page.getByTestId('event-row').filter({ hasText: 'legacy-1' }).first().waitFor();
+  assert.equal(await status.inputValue(), 'failed', 'status after Back');
+  assert.equal(await source.inputValue(), 'legacy', 'source after Back');
+  assert.equal(await dry.count(), 0, 'no dry run of another filter');
+
+  // Another choice applied (a new page), then Back: the browser reloads the earlier page and
+  // refills its fields with the choice made there; once hydrated they show the URL's filter.
+  const outcome = page.getByLabel('Outcome');
+  await status.selectOption('skipped');
+  await outcome.selectOption('invalid');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForURL(/status=skipped/);
+  await hydrated(page);
+  await page.goBack();
+  await page.waitForURL(/status=failed.*source=legacy/);
+  await hydrated(page);
+  assert.equal(await status.inputValue(), 'failed', 'status after Back to a reloaded page');
+  assert.equal(await outcome.inputValue(), '', 'outcome after Back to a reloaded page');
+  assert.equal(await source.inputValue(), 'legacy', 'source after Back to a reloaded page');
+  await page.goBack();
+  await page.waitForURL(/\/events$/);
+  await hydrated(page);
+  assert.equal(await status.inputValue(), '', 'status after Back to the unfiltered list');
+  assert.equal(await source.inputValue(), '', 'source after Back to the unfiltered list');
+  await page.getByTestId('bulk-dry-run').click();
+  await dry.waitFor();
+  assert.match(await dry.innerText(), new RegExp(`^${FAILED_IN_ALL_SOURCES} failed deliveries match \\(every source`));
 });
 
 test('screenshots of every page at 1280 px and 390 px', async () => {
@@ -211,12 +276,12 @@ try {
       await context.close();
     }
   };
-  const [redirect, viewer, search, replay, bulk, screenshots] = tests;
+  const [redirect, viewer, search, replay, bulk, followsUrl, screenshots] = tests;
   for (const t of [redirect, viewer, search]) await run(t);
   // The operator fixes the legacy mapping and restarts hookbox.
   await stopServer();
   await startServer('/data');
-  for (const t of [replay, bulk, screenshots]) await run(t);
+  for (const t of [replay, bulk, followsUrl, screenshots]) await run(t);
 } finally {
   if (browser) await browser.close();
   if (server && server.exitCode === null) await stopServer();

@@ -8,7 +8,7 @@ use crate::model::{
     AuditRow, CountRow, EventFilter, EventPage, EventRow, FieldChange, ObjectHistory, Overview,
     Revision,
 };
-use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use sea_orm::{
     ConnectionTrait, DatabaseBackend, DbErr, QueryResult, Statement, TransactionTrait, Value,
 };
@@ -87,25 +87,48 @@ impl Conditions {
     }
 }
 
+/// The years a `from` / `to` filter may name: what both databases store and compare correctly
+/// (SQLite compares times as text, so a fifth digit would sort wrong).
+const FILTER_YEARS: std::ops::RangeInclusive<i32> = 1..=9999;
+
 fn parse_time(field: &str, text: &str, end_of_day: bool) -> Result<DateTime<Utc>, QueryError> {
-    if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+    let out_of_range = || {
+        QueryError::BadFilter(format!(
+            "{field}: {text:?} is out of range (years {} to {})",
+            FILTER_YEARS.start(),
+            FILTER_YEARS.end()
+        ))
+    };
+    let time = if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        if !FILTER_YEARS.contains(&date.year()) {
+            return Err(out_of_range());
+        }
         let day = if end_of_day {
-            date + Duration::days(1)
+            date.succ_opt().ok_or_else(out_of_range)?
         } else {
             date
         };
-        return Ok(day
-            .and_hms_opt(0, 0, 0)
-            .map(|t| t.and_utc())
-            .unwrap_or_default());
-    }
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| {
-            QueryError::BadFilter(format!(
-                "{field}: {text:?} is not a date (2026-11-29) or an RFC 3339 time"
-            ))
-        })
+        // The day after 9999-12-31 is past the range: its last instant bounds it instead.
+        let bound = start_of(day);
+        if bound.year() > *FILTER_YEARS.end() {
+            bound - Duration::microseconds(1)
+        } else {
+            bound
+        }
+    } else {
+        let time = DateTime::parse_from_rfc3339(text)
+            .map_err(|_| {
+                QueryError::BadFilter(format!(
+                    "{field}: {text:?} is not a date (2026-11-29) or an RFC 3339 time"
+                ))
+            })?
+            .with_timezone(&Utc);
+        if !FILTER_YEARS.contains(&time.year()) {
+            return Err(out_of_range());
+        }
+        time
+    };
+    Ok(time)
 }
 
 const STATUSES: &[&str] = &["processed", "skipped", "failed"];
@@ -287,16 +310,24 @@ pub struct StoredDelivery {
 }
 
 pub async fn stored_delivery(db: &Db, id: i64) -> Result<Option<StoredDelivery>, DbErr> {
-    let headers = if db.backend() == DatabaseBackend::Postgres {
+    stored_delivery_on(&db.conn, id).await
+}
+
+/// [`stored_delivery`] on a given connection or transaction.
+pub async fn stored_delivery_on<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+) -> Result<Option<StoredDelivery>, DbErr> {
+    let backend = conn.get_database_backend();
+    let headers = if backend == DatabaseBackend::Postgres {
         "headers::text"
     } else {
         "headers"
     };
     let sql = format!("SELECT {EVENT_COLUMNS}, {headers}, body FROM webhook_events WHERE id = $1");
-    let row = db
-        .conn
+    let row = conn
         .query_one_raw(Statement::from_sql_and_values(
-            db.backend(),
+            backend,
             sql,
             vec![id.into()],
         ))
@@ -818,6 +849,30 @@ mod tests {
                 ("/status", Some("\"new\""), Some("\"paid\"")),
             ]
         );
+    }
+
+    #[test]
+    fn out_of_range_filter_dates_are_refused_naming_the_field() {
+        for (field, text, end_of_day) in [
+            ("to", "+262142-12-31", true),
+            ("from", "+262142-12-31", false),
+            ("from", "-262143-01-01", false),
+            ("to", "0000-12-31", true),
+            ("to", "+10000-01-01", true),
+            ("from", "9999-12-31T23:00:00-23:00", false),
+        ] {
+            match parse_time(field, text, end_of_day) {
+                Err(QueryError::BadFilter(reason)) => assert!(
+                    reason.starts_with(&format!("{field}: ")) && reason.contains("out of range"),
+                    "{text}: {reason}"
+                ),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let last = parse_time("to", "9999-12-31", true).expect("the last day");
+        assert_eq!(last.to_rfc3339(), "9999-12-31T23:59:59.999999+00:00");
+        let next_day = parse_time("to", "2026-11-29", true).expect("a day");
+        assert_eq!(next_day.to_rfc3339(), "2026-11-30T00:00:00+00:00");
     }
 
     #[test]

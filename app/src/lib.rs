@@ -34,7 +34,7 @@ pub mod schemes;
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::path;
+use leptos_router::{SsrMode, path};
 
 /// The HTML document every page is rendered into.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -66,8 +66,11 @@ pub fn App() -> impl IntoView {
             <Routes fallback=|| view! { <pages::NotFound/> }>
                 <Route path=path!("/") view=pages::overview::OverviewPage/>
                 <Route path=path!("/login") view=pages::login::LoginPage/>
-                <Route path=path!("/events") view=pages::events::EventsPage/>
-                <Route path=path!("/events/:id") view=pages::event::EventPage/>
+                // Rendered whole before the head is sent: their answer's status (400 for a bad
+                // filter, 404 for a missing delivery) is set by the data they load, and a streamed
+                // head would go out before it, on some requests and not others.
+                <Route path=path!("/events") view=pages::events::EventsPage ssr=SsrMode::Async/>
+                <Route path=path!("/events/:id") view=pages::event::EventPage ssr=SsrMode::Async/>
                 <Route path=path!("/objects/:source/:object_id") view=pages::object::ObjectPage/>
                 <Route path=path!("/audit") view=pages::audit::AuditPage/>
             </Routes>

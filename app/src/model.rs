@@ -75,7 +75,7 @@ pub struct EventPage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventDetail {
     pub event: EventRow,
-    /// Header name → value, credentials redacted.
+    /// Header name → value, credentials redacted (signatures too, for viewers).
     pub headers: Vec<(String, String)>,
     /// Pretty-printed when the body is JSON, else the raw text (lossy for non-UTF-8 bytes).
     pub body: String,
@@ -136,6 +136,8 @@ pub struct BulkReplayResult {
     pub replayed: bool,
     /// The text to type to confirm, e.g. `replay 12`.
     pub confirmation: String,
+    /// The filter these deliveries were taken from, in words: `source crm, status failed`.
+    pub scope: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -415,9 +415,13 @@ async fn bulk_replay_shows_the_dry_run_breakdown_and_needs_the_typed_count() {
         vec![],
     )
     .await;
-    assert_eq!(
-        audit,
-        vec![vec![Some("3".into()), Some("invalid: 3".into())]]
+    assert_eq!(audit.len(), 1, "one audit entry: {audit:?}");
+    assert_eq!(audit[0][0].as_deref(), Some("3"));
+    assert!(
+        audit[0][1]
+            .as_deref()
+            .is_some_and(|d| d.starts_with("invalid: 3; deliveries ")),
+        "{audit:?}"
     );
 }
 
@@ -716,5 +720,455 @@ async fn a_search_by_object_or_event_id_pages_through_every_match() {
                 "{backend:?}: the delivery with event id order-7"
             );
         }
+    }
+}
+
+/// A client that shows redirects instead of following them.
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+/// The first `<tag …>` of `html` whose text contains every one of `needles`.
+fn tag_with<'a>(html: &'a str, tag: &str, needles: &[&str]) -> Option<&'a str> {
+    html.match_indices(&format!("<{tag} "))
+        .filter_map(|(start, _)| {
+            let end = html[start..].find('>')?;
+            Some(&html[start..=start + end])
+        })
+        .find(|t| needles.iter().all(|n| t.contains(n)))
+}
+
+/// A page as a signed-in user gets it: (status, HTML).
+async fn page(app: &TestApp, cookie: Option<&str>, path: &str) -> (StatusCode, String) {
+    let mut request = no_redirects().get(app.url(path));
+    if let Some(cookie) = cookie {
+        request = request.header("Cookie", cookie);
+    }
+    let response = request.send().await.expect("page answers");
+    (response.status(), response.text().await.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn a_sign_in_form_posted_without_javascript_redirects_only_to_a_local_path() {
+    let app = spawn_app(Backend::Sqlite).await;
+    with_user(&app, "vera", Role::Viewer).await;
+    let client = no_redirects();
+    let cases = [
+        ("/\t/evil.example", "/"),
+        ("/\n/evil.example", "/"),
+        ("/ok\r\nSet-Cookie: hookbox_session=stolen", "/"),
+        ("//evil.example", "/"),
+        ("/\\evil.example", "/"),
+        ("https://evil.example/", "/"),
+        ("/%2F/evil.example", "/"),
+        ("/%09/evil.example", "/"),
+        ("/events?q=%0D%0Ax", "/"),
+        ("/caf\u{e9}", "/"),
+        ("", "/"),
+        (
+            "/events?status=failed&source=crm",
+            "/events?status=failed&source=crm",
+        ),
+    ];
+    for (next, expected) in cases {
+        // What a browser sends for the form before the wasm has loaded.
+        let response = client
+            .post(app.url("/api/login"))
+            .header("Accept", "text/html,application/xhtml+xml")
+            .form(&[("name", "vera"), ("password", PASSWORD), ("next", next)])
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("next {next:?}: no answer ({e})"));
+        let status = response.status();
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let signed_in = response
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.starts_with("hookbox_session="));
+        assert_eq!(status, StatusCode::FOUND, "next {next:?}");
+        assert_eq!(location.as_deref(), Some(expected), "next {next:?}");
+        assert!(signed_in, "next {next:?}: signed in");
+        assert!(
+            response.headers().get("x-injected").is_none(),
+            "next {next:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_sign_in_page_carries_next_in_its_server_html() {
+    let app = spawn_app(Backend::Sqlite).await;
+
+    let (status, html) = page(&app, None, "/login?next=/events%3Fstatus%3Dfailed").await;
+    let (_, hostile) = page(&app, None, "/login?next=%2F%09%2Fevil.example").await;
+
+    assert_eq!(status, StatusCode::OK);
+    let hidden = tag_with(&html, "input", &[r#"name="next""#]).expect("a next field");
+    assert!(
+        hidden.contains(r#"value="/events?status=failed""#),
+        "{hidden}"
+    );
+    let hidden = tag_with(&hostile, "input", &[r#"name="next""#]).expect("a next field");
+    assert!(hidden.contains(r#"value="/""#), "{hidden}");
+}
+
+#[tokio::test]
+async fn the_events_filter_form_shows_the_url_filter_in_the_server_html() {
+    let app = spawn_app(Backend::Sqlite).await;
+    with_user(&app, "vera", Role::Viewer).await;
+    let cookie = sign_in(&app, "vera", PASSWORD).await.expect("sign in");
+
+    let (status, html) = page(
+        &app,
+        Some(&cookie),
+        "/events?status=failed&outcome=invalid&source=crm&from=2026-01-01&to=2026-01-31&q=order-1",
+    )
+    .await;
+
+    assert_eq!(status, StatusCode::OK, "{html}");
+    for (name, value) in [
+        ("source", "crm"),
+        ("from", "2026-01-01"),
+        ("to", "2026-01-31"),
+        ("q", "order-1"),
+    ] {
+        let field = tag_with(&html, "input", &[&format!(r#"name="{name}""#)])
+            .unwrap_or_else(|| panic!("a {name} field"));
+        assert!(field.contains(&format!(r#"value="{value}""#)), "{field}");
+    }
+    for value in ["failed", "invalid"] {
+        let option = tag_with(&html, "option", &[&format!(r#"value="{value}""#)])
+            .unwrap_or_else(|| panic!("an option {value}"));
+        assert!(option.contains("selected"), "{option}");
+    }
+}
+
+#[tokio::test]
+async fn an_out_of_range_date_filter_is_a_400_naming_the_field() {
+    for backend in BOTH {
+        let app = spawn_app(backend).await;
+        app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+        with_user(&app, "olga", Role::Operator).await;
+        let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+
+        for (field, value) in [
+            ("to", "+262142-12-31"),
+            ("from", "+262142-12-31"),
+            ("from", "-262143-01-01"),
+            ("to", "0000-01-01"),
+        ] {
+            for endpoint in ["events", "bulk_replay"] {
+                let (status, body) = call(&app, Some(&cookie), endpoint, &[(field, value)]).await;
+                assert_eq!(
+                    status,
+                    StatusCode::BAD_REQUEST,
+                    "{backend:?} {endpoint} {field}={value}: {body}"
+                );
+                assert!(
+                    body.contains(&format!("{field}: ")) && body.contains("out of range"),
+                    "{backend:?} {endpoint} {field}={value}: {body}"
+                );
+            }
+        }
+        let (status, body) = call(&app, Some(&cookie), "events", &[("to", "9999-12-31")]).await;
+        assert_eq!(status, StatusCode::OK, "{backend:?}: {body}");
+        assert!(body.contains("\"event_id\":\"e1\""), "{backend:?}: {body}");
+        let (status, _) = page(&app, Some(&cookie), "/events?to=%2B262142-12-31").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{backend:?}: the page");
+    }
+}
+
+#[tokio::test]
+async fn error_pages_answer_the_same_status_every_time() {
+    let app = spawn_app(Backend::Postgres).await;
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    with_user(&app, "vera", Role::Viewer).await;
+    let cookie = sign_in(&app, "vera", PASSWORD).await.expect("sign in");
+
+    for (path, expected) in [
+        ("/events/999999999", StatusCode::NOT_FOUND),
+        ("/events?status=bogus", StatusCode::BAD_REQUEST),
+        ("/events?to=%2B262142-12-31", StatusCode::BAD_REQUEST),
+        ("/events", StatusCode::OK),
+    ] {
+        let mut statuses = Vec::new();
+        for _ in 0..20 {
+            statuses.push(page(&app, Some(&cookie), path).await.0);
+        }
+        assert_eq!(statuses, vec![expected; 20], "{path}");
+    }
+}
+
+/// The stored value of each signature header of a delivery.
+async fn stored_signatures(app: &TestApp, id: i64) -> Vec<(String, String)> {
+    let headers = texts(
+        &app.db,
+        "SELECT headers::text FROM webhook_events WHERE id = $1",
+        vec![id.into()],
+    )
+    .await;
+    let json: serde_json::Value =
+        serde_json::from_str(headers[0][0].as_deref().unwrap_or("{}")).expect("headers JSON");
+    json.as_object()
+        .expect("an object")
+        .iter()
+        .filter(|(name, _)| app::pages::event::SIGNATURE_HEADERS.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+/// The headers of an `event` answer.
+fn answered_headers(body: &str) -> Vec<(String, String)> {
+    let json: serde_json::Value = serde_json::from_str(body).expect("an event as JSON");
+    serde_json::from_value(json["headers"].clone()).expect("headers")
+}
+
+#[tokio::test]
+async fn a_viewer_sees_signature_headers_redacted_and_an_operator_sees_them() {
+    let app = spawn_app(Backend::Postgres).await;
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    app.send("sw", &event("e2", "order-2", 1, "{}")).await;
+    with_user(&app, "vera", Role::Viewer).await;
+    with_user(&app, "olga", Role::Operator).await;
+    let viewer = sign_in(&app, "vera", PASSWORD).await.expect("sign in");
+    let operator = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+    let ids = texts(
+        &app.db,
+        "SELECT CAST(id AS TEXT) FROM webhook_events ORDER BY id",
+        vec![],
+    )
+    .await;
+
+    for row in ids {
+        let id = row[0].clone().expect("an id");
+        let signatures = stored_signatures(&app, id.parse().expect("an id")).await;
+        assert!(!signatures.is_empty(), "delivery {id} was signed");
+        let (status, as_viewer) = call(&app, Some(&viewer), "event", &[("id", &id)]).await;
+        assert_eq!(status, StatusCode::OK, "{as_viewer}");
+        let (status, as_operator) = call(&app, Some(&operator), "event", &[("id", &id)]).await;
+        assert_eq!(status, StatusCode::OK, "{as_operator}");
+        let (_, viewer_page) = page(&app, Some(&viewer), &format!("/events/{id}")).await;
+
+        let shown_to_viewer = answered_headers(&as_viewer);
+        let shown_to_operator = answered_headers(&as_operator);
+        for (name, value) in &signatures {
+            assert!(!as_viewer.contains(value.as_str()), "{name}: {as_viewer}");
+            assert!(!viewer_page.contains(value.as_str()), "{name} on the page");
+            assert!(
+                shown_to_viewer.contains(&(name.clone(), "[redacted]".to_string())),
+                "{name}: {shown_to_viewer:?}"
+            );
+            assert!(
+                shown_to_operator.contains(&(name.clone(), value.clone())),
+                "{name}: {shown_to_operator:?}"
+            );
+        }
+        // Everything else is shown to both alike.
+        let unsigned = |headers: &[(String, String)]| {
+            headers
+                .iter()
+                .filter(|(n, _)| !signatures.iter().any(|(s, _)| s == n))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(unsigned(&shown_to_viewer), unsigned(&shown_to_operator));
+    }
+}
+
+/// Sends `n` deliveries that fail validation (revision 0) from `source`; returns their ids.
+async fn failed_deliveries(app: &TestApp, source: &str, n: usize) -> Vec<i64> {
+    for i in 0..n {
+        let answer = app
+            .send(
+                source,
+                &format!(
+                    r#"{{"event_id":"{source}-bad-{i}","object_id":"o","revision":0,"snapshot":{{}}}}"#
+                ),
+            )
+            .await;
+        assert_eq!(answer.status, 422, "{answer:?}");
+    }
+    texts(
+        &app.db,
+        "SELECT CAST(id AS TEXT) FROM webhook_events WHERE source = $1 AND status = 'failed' ORDER BY id",
+        vec![source.into()],
+    )
+    .await
+    .into_iter()
+    .map(|r| r[0].as_deref().unwrap_or_default().parse().expect("an id"))
+    .collect()
+}
+
+/// `replay_of` of every replayed row, in order.
+async fn replayed_originals(app: &TestApp) -> Vec<i64> {
+    texts(
+        &app.db,
+        "SELECT CAST(replay_of AS TEXT) FROM webhook_events WHERE replay_of IS NOT NULL ORDER BY replay_of",
+        vec![],
+    )
+    .await
+    .into_iter()
+    .map(|r| r[0].as_deref().unwrap_or_default().parse().expect("an id"))
+    .collect()
+}
+
+#[tokio::test]
+async fn bulk_replay_takes_the_filter_it_is_given_and_names_it() {
+    let app = spawn_app(Backend::Postgres).await;
+    let shop = failed_deliveries(&app, "shop", 2).await;
+    let sw = failed_deliveries(&app, "sw", 1).await;
+    with_user(&app, "olga", Role::Operator).await;
+    let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+
+    let (_, everything) = call(&app, Some(&cookie), "bulk_replay", &[]).await;
+    let (_, of_shop) = call(
+        &app,
+        Some(&cookie),
+        "bulk_replay",
+        &[("status", "failed"), ("source", "shop")],
+    )
+    .await;
+    let (_, of_sw) = call(
+        &app,
+        Some(&cookie),
+        "bulk_replay",
+        &[("source", "sw"), ("outcome", "invalid")],
+    )
+    .await;
+    let (status, done) = call(
+        &app,
+        Some(&cookie),
+        "bulk_replay",
+        &[("source", "sw"), ("confirmation", "replay 1")],
+    )
+    .await;
+
+    assert!(
+        everything.contains("\"matched\":3")
+            && everything.contains("\"scope\":\"every source, status failed\""),
+        "{everything}"
+    );
+    assert!(
+        of_shop.contains("\"matched\":2")
+            && of_shop.contains("\"scope\":\"source shop, status failed\""),
+        "{of_shop}"
+    );
+    assert!(
+        of_sw.contains("\"matched\":1")
+            && of_sw.contains("\"scope\":\"source sw, outcome invalid, status failed\""),
+        "{of_sw}"
+    );
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert!(done.contains("\"replayed\":true"), "{done}");
+    assert_eq!(
+        replayed_originals(&app).await,
+        sw,
+        "only the filter's deliveries"
+    );
+    assert!(!replayed_originals(&app).await.contains(&shop[0]));
+}
+
+#[tokio::test]
+async fn a_bulk_replay_commits_its_replays_and_its_audit_entry_together() {
+    use sea_orm::ConnectionTrait;
+    for backend in BOTH {
+        let app = spawn_app(backend).await;
+        let failed = failed_deliveries(&app, "shop", 3).await;
+        with_user(&app, "olga", Role::Operator).await;
+        let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+        let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
+
+        // The audit entry cannot be written: nothing of the bulk replay may stay.
+        let refuse = match backend {
+            Backend::Postgres => {
+                "CREATE FUNCTION refuse_bulk_audit() RETURNS trigger LANGUAGE plpgsql AS
+                   $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$;
+                 CREATE TRIGGER refuse_bulk_audit BEFORE INSERT ON audit_log FOR EACH ROW
+                   WHEN (NEW.action = 'bulk_replay') EXECUTE FUNCTION refuse_bulk_audit();"
+            }
+            Backend::Sqlite => {
+                "CREATE TRIGGER refuse_bulk_audit BEFORE INSERT ON audit_log
+                   WHEN NEW.action = 'bulk_replay' BEGIN SELECT RAISE(ABORT, 'audit refused'); END;"
+            }
+        };
+        app.db
+            .writer
+            .execute_unprepared(refuse)
+            .await
+            .expect("refuse the audit entry");
+        let (status, refused) = call(
+            &app,
+            Some(&cookie),
+            "bulk_replay",
+            &[("confirmation", "replay 3")],
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{backend:?}: {refused}"
+        );
+        assert_eq!(
+            count(&app.db, "SELECT count(*) FROM webhook_events").await,
+            archive_before,
+            "{backend:?}: no replay without its audit entry"
+        );
+        assert_eq!(
+            count(
+                &app.db,
+                "SELECT count(*) FROM audit_log WHERE action = 'bulk_replay'"
+            )
+            .await,
+            0
+        );
+        let allow = match backend {
+            Backend::Postgres => "DROP TRIGGER refuse_bulk_audit ON audit_log",
+            Backend::Sqlite => "DROP TRIGGER refuse_bulk_audit",
+        };
+        app.db
+            .writer
+            .execute_unprepared(allow)
+            .await
+            .expect("drop the trigger");
+
+        let (status, done) = call(
+            &app,
+            Some(&cookie),
+            "bulk_replay",
+            &[("confirmation", "replay 3")],
+        )
+        .await;
+
+        assert_eq!(status, StatusCode::OK, "{backend:?}: {done}");
+        assert_eq!(replayed_originals(&app).await, failed, "{backend:?}");
+        let audit = texts(
+            &app.db,
+            "SELECT target, detail FROM audit_log WHERE action = 'bulk_replay'",
+            vec![],
+        )
+        .await;
+        let ids = failed
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert_eq!(
+            audit,
+            vec![vec![
+                Some("3".into()),
+                Some(format!("invalid: 3; deliveries {ids}"))
+            ]],
+            "{backend:?}: one entry naming the count and the deliveries replayed"
+        );
     }
 }

@@ -8,7 +8,7 @@ use crate::auth::{AuditEntry, audit_on};
 use crate::config::Config;
 use crate::db::Db;
 use crate::envelope::parse_envelope;
-use sea_orm::{DbErr, TransactionTrait};
+use sea_orm::{DatabaseTransaction, DbErr};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -48,13 +48,12 @@ pub async fn replay(
     run(db, config, stored, operator, dry_run, true).await
 }
 
-async fn run(
-    db: &Db,
+/// One stored delivery through ingest inside `txn`, without the commit.
+async fn replay_in(
+    txn: &DatabaseTransaction,
     config: &Config,
     stored: &StoredDelivery,
     operator: &str,
-    dry_run: bool,
-    audited: bool,
 ) -> Result<Recorded, ReplayError> {
     let source = config
         .source(&stored.row.source)
@@ -66,13 +65,30 @@ async fn run(
         received_at: chrono::Utc::now(),
         replay_of: Some(stored.row.id),
         replayed_by: Some(operator),
+        signed_body_digest: source
+            .scheme
+            .signs_body_only()
+            .then(|| super::body_digest(&stored.body)),
     };
     let headers = header_map(&stored.headers_json);
+    Ok(
+        match parse_envelope(&source.mapping, &headers, &stored.body) {
+            Ok(envelope) => apply_in(txn, source.mapping.mode, &received, &envelope).await?,
+            Err(invalid) => record_invalid_in(txn, &received, &invalid).await?,
+        },
+    )
+}
+
+async fn run(
+    db: &Db,
+    config: &Config,
+    stored: &StoredDelivery,
+    operator: &str,
+    dry_run: bool,
+    audited: bool,
+) -> Result<Recorded, ReplayError> {
     let txn = begin(db).await?;
-    let recorded = match parse_envelope(&source.mapping, &headers, &stored.body) {
-        Ok(envelope) => apply_in(&txn, source.mapping.mode, &received, &envelope).await?,
-        Err(invalid) => record_invalid_in(&txn, &received, &invalid).await?,
-    };
+    let recorded = replay_in(&txn, config, stored, operator).await?;
     if dry_run {
         txn.rollback().await?;
         return Ok(Recorded {
@@ -102,8 +118,9 @@ async fn run(
     Ok(recorded)
 }
 
-/// Dry-runs or replays many stored deliveries, each in its own transaction, and writes one
-/// audit row with the count. Returns each outcome.
+/// Dry-runs or replays many stored deliveries. The dry run takes each alone, rolled back. The
+/// replay takes them all in one transaction with one audit row (the count, the outcomes and the
+/// ids of the deliveries replayed): it all commits, or nothing does. Returns each outcome.
 pub async fn replay_many(
     db: &Db,
     config: &Config,
@@ -112,48 +129,66 @@ pub async fn replay_many(
     dry_run: bool,
 ) -> Result<Vec<Outcome>, ReplayError> {
     let mut outcomes = Vec::with_capacity(ids.len());
-    for id in ids {
-        let Some(stored) = crate::archive::stored_delivery(db, *id).await? else {
-            continue;
-        };
-        let recorded = match run(db, config, &stored, operator, dry_run, false).await {
-            Ok(recorded) => recorded,
-            Err(ReplayError::UnknownSource(_)) => continue,
-            Err(e) => return Err(e),
-        };
-        outcomes.push(recorded.outcome);
-    }
-    if !dry_run {
-        let mut breakdown: Vec<(&str, usize)> = Vec::new();
-        for outcome in &outcomes {
-            match breakdown
-                .iter_mut()
-                .find(|(name, _)| *name == outcome.name())
-            {
-                Some(entry) => entry.1 += 1,
-                None => breakdown.push((outcome.name(), 1)),
+    if dry_run {
+        for id in ids {
+            let Some(stored) = crate::archive::stored_delivery(db, *id).await? else {
+                continue;
+            };
+            match run(db, config, &stored, operator, true, false).await {
+                Ok(recorded) => outcomes.push(recorded.outcome),
+                Err(ReplayError::UnknownSource(_)) => continue,
+                Err(e) => return Err(e),
             }
         }
-        let detail = breakdown
-            .iter()
-            .map(|(n, c)| format!("{n}: {c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let count = outcomes.len().to_string();
-        let txn = db.conn.begin().await?;
-        audit_on(
-            &txn,
-            AuditEntry {
-                actor: operator,
-                action: "bulk_replay",
-                target: Some(&count),
-                outcome: "done",
-                detail: Some(&detail),
-                address: None,
-            },
-        )
-        .await?;
-        txn.commit().await?;
+        return Ok(outcomes);
     }
+    // Dropped without a commit on any error: every replay of this call rolls back.
+    let txn = begin(db).await?;
+    let mut replayed = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(stored) = crate::archive::stored_delivery_on(&txn, *id).await? else {
+            continue;
+        };
+        match replay_in(&txn, config, &stored, operator).await {
+            Ok(recorded) => {
+                replayed.push(id.to_string());
+                outcomes.push(recorded.outcome);
+            }
+            Err(ReplayError::UnknownSource(_)) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let mut breakdown: Vec<(&str, usize)> = Vec::new();
+    for outcome in &outcomes {
+        match breakdown
+            .iter_mut()
+            .find(|(name, _)| *name == outcome.name())
+        {
+            Some(entry) => entry.1 += 1,
+            None => breakdown.push((outcome.name(), 1)),
+        }
+    }
+    let mut detail = breakdown
+        .iter()
+        .map(|(n, c)| format!("{n}: {c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !replayed.is_empty() {
+        detail.push_str(&format!("; deliveries {}", replayed.join(", ")));
+    }
+    let count = outcomes.len().to_string();
+    audit_on(
+        &txn,
+        AuditEntry {
+            actor: operator,
+            action: "bulk_replay",
+            target: Some(&count),
+            outcome: "done",
+            detail: Some(&detail),
+            address: None,
+        },
+    )
+    .await?;
+    txn.commit().await?;
     Ok(outcomes)
 }

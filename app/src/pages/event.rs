@@ -6,6 +6,34 @@ use crate::model::{EventDetail, ReplayResult};
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
+/// Request headers that carry a sender's signature. Viewers see them as `[redacted]` (with the
+/// body, a valid signature lets whoever holds it resend the delivery as the sender, within the
+/// timestamp tolerance where there is one); operators, who replay deliveries, see them as
+/// received. Authorization and Cookie are redacted when archived.
+pub const SIGNATURE_HEADERS: &[&str] = &[
+    "x-hub-signature-256",
+    "x-hub-signature",
+    "x-shopify-hmac-sha256",
+    "webhook-signature",
+    "svix-signature",
+    "stripe-signature",
+    "paddle-signature",
+    "x-slack-signature",
+    "x-hookbox-signature",
+];
+
+/// What a header's value is shown as to a user with `role`.
+pub fn shown_header_value(role: crate::model::Role, name: &str, value: String) -> String {
+    let signature = SIGNATURE_HEADERS
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name.trim()));
+    if signature && role < crate::model::Role::Operator {
+        "[redacted]".to_string()
+    } else {
+        value
+    }
+}
+
 #[server(endpoint = "event")]
 pub async fn get_event(id: i64) -> Result<EventDetail, ServerFnError> {
     use crate::{archive, guard};
@@ -16,12 +44,12 @@ pub async fn get_event(id: i64) -> Result<EventDetail, ServerFnError> {
         Ok(serde_json::Value::Object(map)) => map
             .into_iter()
             .map(|(k, v)| {
-                (
-                    k,
-                    v.as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| v.to_string()),
-                )
+                let value = v
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string());
+                let value = shown_header_value(user.role, &k, value);
+                (k, value)
             })
             .collect(),
         _ => Vec::new(),

@@ -102,7 +102,35 @@ pub async fn bulk_replay(
         breakdown,
         replayed: confirmed,
         confirmation: expected,
+        scope: bulk_scope(&filter),
     })
+}
+
+/// The deliveries a bulk replay takes, in words: the filter's fields as given, then "status
+/// failed" (whatever status the filter names). `source crm, status failed`.
+pub fn bulk_scope(filter: &EventFilter) -> String {
+    let given = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let mut parts = vec![match given(&filter.source) {
+        Some(source) => format!("source {source}"),
+        None => "every source".to_string(),
+    }];
+    for (label, value) in [
+        ("outcome", &filter.outcome),
+        ("from", &filter.from),
+        ("to", &filter.to),
+        ("event or object id", &filter.q),
+    ] {
+        if let Some(value) = given(value) {
+            parts.push(format!("{label} {value}"));
+        }
+    }
+    parts.push("status failed".to_string());
+    parts.join(", ")
 }
 
 fn param(query: &leptos_router::params::ParamsMap, key: &str) -> Option<String> {
@@ -146,7 +174,30 @@ pub fn EventsPage() -> impl IntoView {
         |((f, cursor), _)| list_events(f.status, f.outcome, f.source, f.from, f.to, f.q, cursor),
     );
     let me = Resource::new(|| (), |_| super::login::current_user());
-    let value = move |key: &'static str| move || query.read().get(key).unwrap_or_default();
+    // The filter the list shows, for the bulk-replay panel.
+    let on_screen = Memo::new(move |_| filter.read().0.clone());
+    // Each field shows the URL's filter: as an attribute (in the server's HTML) and as a
+    // property (after a client-side navigation, Clear or the browser's Back button, where the
+    // attribute no longer decides what a field the user has touched shows, and after hydration,
+    // over the choices the browser restores into a page it reloads on Back).
+    let restored = RwSignal::new(0u32);
+    #[cfg(feature = "hydrate")]
+    {
+        // A page restored from the back-forward cache shows what its fields held when it was
+        // left (often a choice then applied, which this URL does not name): set them again.
+        let handle = window_event_listener(leptos::ev::pageshow, move |ev| {
+            if ev.persisted() {
+                restored.update(|n| *n += 1);
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
+    let value = move |key: &'static str| {
+        move || {
+            restored.track();
+            query.read().get(key).unwrap_or_default()
+        }
+    };
     let selected = move |key: &'static str, option: &'static str| {
         move || query.read().get(key).as_deref() == Some(option)
     };
@@ -157,22 +208,22 @@ pub fn EventsPage() -> impl IntoView {
             <h1>"Events"</h1>
             <form class="filters" method="GET" action="/events" aria-label="Filter events">
                 <label>"Status"
-                    <select name="status">
+                    <select name="status" prop:value=value("status")>
                         <option value="">"any"</option>
                         {["processed", "skipped", "failed"].map(|s| view! { <option value=s selected=selected("status", s)>{s}</option> }).collect_view()}
                     </select>
                 </label>
                 <label>"Outcome"
-                    <select name="outcome">
+                    <select name="outcome" prop:value=value("outcome")>
                         <option value="">"any"</option>
                         {["applied", "stale", "accepted", "duplicate", "reused_event_id", "reused_revision", "invalid"]
                             .map(|s| view! { <option value=s selected=selected("outcome", s)>{s}</option> }).collect_view()}
                     </select>
                 </label>
-                <label>"Source" <input name="source" type="text" size="10" prop:value=value("source")/></label>
-                <label>"From" <input name="from" type="date" prop:value=value("from")/></label>
-                <label>"To" <input name="to" type="date" prop:value=value("to")/></label>
-                <label>"Event or object id" <input name="q" type="search" prop:value=value("q")/></label>
+                <label>"Source" <input name="source" type="text" size="10" value=value("source") prop:value=value("source")/></label>
+                <label>"From" <input name="from" type="date" value=value("from") prop:value=value("from")/></label>
+                <label>"To" <input name="to" type="date" value=value("to") prop:value=value("to")/></label>
+                <label>"Event or object id" <input name="q" type="search" value=value("q") prop:value=value("q")/></label>
                 <button type="submit">"Apply"</button>
                 <a href="/events">"Clear"</a>
             </form>
@@ -193,7 +244,7 @@ pub fn EventsPage() -> impl IntoView {
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     let operator = matches!(me.await, Ok(Some(Me { role: Role::Operator, .. })));
-                    operator.then(|| view! { <BulkReplayPanel filter=filter.get_untracked().0/> })
+                    operator.then(|| view! { <BulkReplayPanel filter=on_screen/> })
                 })}
             </Suspense>
         </main>
@@ -257,38 +308,60 @@ fn EventTable(page: EventPage, query: leptos_router::params::ParamsMap) -> impl 
     .into_any()
 }
 
-/// Bulk replay of the failed deliveries matching the filter: dry run, typed confirmation, replay.
+/// Bulk replay of the failed deliveries matching the filter on screen: dry run, typed
+/// confirmation, replay. Each run takes the filter of the URL when it is dispatched, and a result
+/// is shown only while that filter is still the one on screen.
 #[component]
-fn BulkReplayPanel(filter: EventFilter) -> impl IntoView {
+fn BulkReplayPanel(filter: Memo<EventFilter>) -> impl IntoView {
     let confirmation = RwSignal::new(String::new());
-    let run = {
-        let filter = filter.clone();
-        Action::new(move |confirm: &Option<String>| {
-            let f = filter.clone();
-            let confirm = confirm.clone();
-            async move { bulk_replay(f.status, f.outcome, f.source, f.from, f.to, f.q, confirm).await }
-        })
+    let run = Action::new(move |(f, confirm): &(EventFilter, Option<String>)| {
+        let (f, confirm) = (f.clone(), confirm.clone());
+        async move {
+            let result = bulk_replay(
+                f.status.clone(),
+                f.outcome.clone(),
+                f.source.clone(),
+                f.from.clone(),
+                f.to.clone(),
+                f.q.clone(),
+                confirm,
+            )
+            .await;
+            (f, result)
+        }
+    });
+    let shown = move || {
+        run.value()
+            .get()
+            .filter(|(f, _)| filter.with(|current| current == f))
     };
     view! {
         <section class="panel" aria-labelledby="bulk-title">
             <h2 id="bulk-title">"Replay failed deliveries matching this filter"</h2>
-            <button type="button" data-testid="bulk-dry-run" on:click=move |_| { run.dispatch(None); }>"Dry run"</button>
-            {move || run.value().get().map(|result| match result {
+            <button type="button" data-testid="bulk-dry-run" on:click=move |_| {
+                confirmation.set(String::new());
+                run.dispatch((filter.get_untracked(), None));
+            }>"Dry run"</button>
+            {move || shown().map(|(f, result)| match result {
                 Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
                 Ok(r) if r.replayed => view! {
                     <p class="ok" role="status" data-testid="bulk-result">"Replayed " {r.matched} " deliveries: " {breakdown(&r)}</p>
                 }.into_any(),
                 Ok(r) => {
                     let expected = r.confirmation.clone();
+                    let what = format!("{} failed deliveries of {}", r.matched, r.scope);
                     view! {
-                        <p role="status" data-testid="bulk-dry-run-result">{r.matched} " failed deliveries match. Would be: " {breakdown(&r)}</p>
+                        <p role="status" data-testid="bulk-dry-run-result">{r.matched} " failed deliveries match ("
+                            <span data-testid="bulk-scope">{r.scope.clone()}</span> "). Would be: " {breakdown(&r)}</p>
                         {(r.matched > 0).then(|| view! {
-                            <label for="bulk-confirm">"Type " <code>{expected.clone()}</code> " to replay them"</label>
+                            <label for="bulk-confirm">"Type " <code>{expected.clone()}</code> " to replay " {what.clone()}</label>
                             <input id="bulk-confirm" type="text" autocomplete="off" prop:value=move || confirmation.get()
                                 on:input=move |ev| confirmation.set(event_target_value(&ev))/>
                             <button type="button" class="danger" data-testid="bulk-confirm"
                                 disabled=move || confirmation.get().trim() != expected
-                                on:click=move |_| { run.dispatch(Some(confirmation.get_untracked())); }>"Replay"</button>
+                                on:click=move |_| { run.dispatch((f.clone(), Some(confirmation.get_untracked()))); }>
+                                "Replay " {what.clone()}
+                            </button>
                         })}
                     }.into_any()
                 }
