@@ -7,10 +7,14 @@
 
 use crate::config::Sessions;
 use crate::db::Db;
+use crate::db::audit::{self, Attempted};
+use crate::db::users;
+
+pub use crate::db::audit::{AuditEntry, audit_on};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement, Value};
+use chrono::{Duration, Utc};
+use sea_orm::DbErr;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -29,6 +33,17 @@ pub struct User {
     pub role: Role,
 }
 
+impl User {
+    /// A stored user; none when its role is not one hookbox knows.
+    fn from_record(record: users::UserRecord) -> Option<User> {
+        Role::parse(&record.role).map(|role| User {
+            id: record.id,
+            name: record.name,
+            role,
+        })
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SignInError {
     #[error("wrong user name or password")]
@@ -40,10 +55,6 @@ pub enum SignInError {
     Busy,
     #[error("database: {0}")]
     Db(#[from] DbErr),
-}
-
-fn statement(db: &Db, sql: &str, values: Vec<Value>) -> Statement {
-    Statement::from_sql_and_values(db.backend(), sql, values)
 }
 
 pub fn hash_password(password: &str) -> Result<String, String> {
@@ -86,65 +97,14 @@ pub async fn add_user(db: &Db, name: &str, password: &str, role: Role) -> Result
     let hash = tokio::task::spawn_blocking(move || hash_password(&password))
         .await
         .map_err(|e| e.to_string())??;
-    db.conn
-        .execute_raw(statement(
-            db,
-            "INSERT INTO users (name, password_hash, role, created_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (name) DO UPDATE SET password_hash = EXCLUDED.password_hash, role = EXCLUDED.role",
-            vec![name.into(), hash.into(), role.as_str().into(), Utc::now().into()],
-        ))
+    users::upsert_user(db, name, &hash, role)
         .await
-        .map_err(|e| e.to_string())?;
-    Ok(())
-}
-
-/// (name, role, created_at) of every user.
-pub async fn list_users(db: &Db) -> Result<Vec<(String, Role, DateTime<Utc>)>, DbErr> {
-    let rows = db
-        .conn
-        .query_all_raw(statement(
-            db,
-            "SELECT name, role, created_at FROM users ORDER BY name",
-            vec![],
-        ))
-        .await?;
-    rows.iter()
-        .map(|row| {
-            let role: String = row.try_get_by_index(1)?;
-            Ok((
-                row.try_get_by_index(0)?,
-                Role::parse(&role).unwrap_or(Role::Viewer),
-                row.try_get_by_index(2)?,
-            ))
-        })
-        .collect()
-}
-
-/// Removes a user and with it every session; false when there was no such user.
-pub async fn remove_user(db: &Db, name: &str) -> Result<bool, DbErr> {
-    let result = db
-        .conn
-        .execute_raw(statement(
-            db,
-            "DELETE FROM users WHERE name = $1",
-            vec![name.into()],
-        ))
-        .await?;
-    Ok(result.rows_affected() > 0)
+        .map_err(|e| e.to_string())
 }
 
 /// With no user at all, creates the operator `admin`. Returns the password when it was generated.
 pub async fn ensure_admin(db: &Db, password: Option<String>) -> Result<Option<String>, String> {
-    let users = db
-        .conn
-        .query_one_raw(statement(db, "SELECT count(*) FROM users", vec![]))
-        .await
-        .map_err(|e| e.to_string())?
-        .map(|row| row.try_get_by_index::<i64>(0))
-        .transpose()
-        .map_err(|e| e.to_string())?
-        .unwrap_or(0);
-    if users > 0 {
+    if users::count_users(db).await.map_err(|e| e.to_string())? > 0 {
         return Ok(None);
     }
     let (password, generated) = match password.filter(|p| !p.is_empty()) {
@@ -191,81 +151,31 @@ pub async fn sign_in(
     };
 
     // Counted first, as a failure until the password proves right.
-    let attempt = db
-        .conn
-        .query_one_raw(statement(
-            db,
-            "INSERT INTO audit_log (at, actor, action, target, outcome, detail, address)
-             VALUES ($1, $2, 'sign_in', NULL, 'failed', NULL, $3) RETURNING id",
-            vec![Utc::now().into(), name.into(), address.into()],
-        ))
-        .await?
-        .ok_or(DbErr::RecordNotInserted)?
-        .try_get::<i64>("", "id")?;
-    let set_outcome = |outcome: &'static str| {
-        db.conn.execute_raw(statement(
-            db,
-            "UPDATE audit_log SET outcome = $2 WHERE id = $1",
-            vec![attempt.into(), outcome.into()],
-        ))
-    };
-
+    let attempt = audit::record_sign_in_attempt(db, name, address).await?;
     let since = Utc::now() - Duration::minutes(THROTTLE_WINDOW_MINUTES);
-    let failures = |column: &'static str, value: &str| {
-        let sql = format!(
-            "SELECT count(*) AS failures FROM audit_log WHERE action = 'sign_in' AND outcome = 'failed' AND {column} = $1 AND at > $2"
-        );
-        let stmt = statement(db, &sql, vec![value.into(), since.into()]);
-        async move {
-            db.conn
-                .query_one_raw(stmt)
-                .await?
-                .map(|r| r.try_get::<i64>("", "failures"))
-                .transpose()
-                .map(|n| n.unwrap_or(0))
-        }
-    };
     // This attempt is one of the failures counted: the limit is on the ones before it.
-    if failures("actor", name).await? > MAX_FAILURES_PER_USER
-        || failures("address", address).await? > MAX_FAILURES_PER_ADDRESS
+    if audit::failed_sign_ins_since(db, Attempted::Name(name), since).await? > MAX_FAILURES_PER_USER
+        || audit::failed_sign_ins_since(db, Attempted::Address(address), since).await?
+            > MAX_FAILURES_PER_ADDRESS
     {
-        set_outcome("throttled").await?;
+        audit::set_attempt_outcome(db, attempt, "throttled").await?;
         return Err(SignInError::Throttled {
             minutes: THROTTLE_WINDOW_MINUTES,
         });
     }
 
-    let row = db
-        .conn
-        .query_one_raw(statement(
-            db,
-            "SELECT id, password_hash, role FROM users WHERE name = $1",
-            vec![name.into()],
-        ))
-        .await?;
-    let found = match row {
-        Some(row) => {
-            let role: String = row.try_get("", "role")?;
-            Some((
-                row.try_get::<i64>("", "id")?,
-                row.try_get::<String>("", "password_hash")?,
-                Role::parse(&role),
-            ))
-        }
-        None => None,
-    };
+    let found = users::find_user(db, name).await?;
     // An unknown name costs the same hashing as a wrong password: no user enumeration by timing.
     let hash = found
         .as_ref()
-        .map(|(_, h, _)| h.clone())
+        .map(|user| user.password_hash.clone())
         .unwrap_or_else(|| DUMMY_HASH.to_string());
     let password = password.to_string();
     let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
         .await
         .unwrap_or(false);
-    let (id, role) = match found {
-        Some((id, _, Some(role))) if matches => (id, role),
-        _ => return Err(SignInError::Invalid),
+    let Some(user) = found.and_then(User::from_record).filter(|_| matches) else {
+        return Err(SignInError::Invalid);
     };
 
     let token = format!(
@@ -274,22 +184,16 @@ pub async fn sign_in(
         rand::random::<u128>()
     );
     let now = Utc::now();
-    db.conn
-        .execute_raw(statement(
-            db,
-            "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-            vec![token_hash(&token).into(), id.into(), now.into(), (now + sessions.lifetime).into()],
-        ))
-        .await?;
-    set_outcome("succeeded").await?;
-    Ok((
-        User {
-            id,
-            name: name.to_string(),
-            role,
-        },
-        token,
-    ))
+    users::insert_session(
+        db,
+        &token_hash(&token),
+        user.id,
+        now,
+        now + sessions.lifetime,
+    )
+    .await?;
+    audit::set_attempt_outcome(db, attempt, "succeeded").await?;
+    Ok((user, token))
 }
 
 /// A hash of a random password, verified against when the user name is unknown.
@@ -297,50 +201,24 @@ const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$
 
 /// The user of a live (unexpired, unrevoked) session.
 pub async fn session_user(db: &Db, token: &str) -> Result<Option<User>, DbErr> {
-    let row = db
-        .conn
-        .query_one_raw(statement(
-            db,
-            "SELECT u.id, u.name, u.role FROM sessions s JOIN users u ON u.id = s.user_id
-             WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2",
-            vec![token_hash(token).into(), Utc::now().into()],
-        ))
-        .await?;
-    Ok(match row {
-        Some(row) => {
-            let role: String = row.try_get_by_index(2)?;
-            Role::parse(&role).map(|role| User {
-                id: row.try_get_by_index(0).unwrap_or(0),
-                name: row.try_get_by_index(1).unwrap_or_default(),
-                role,
-            })
-        }
-        None => None,
-    })
+    Ok(users::session_user(db, &token_hash(token))
+        .await?
+        .and_then(User::from_record))
 }
 
 pub async fn revoke_session(db: &Db, token: &str) -> Result<(), DbErr> {
-    db.conn
-        .execute_raw(statement(
-            db,
-            "UPDATE sessions SET revoked_at = $2 WHERE token_hash = $1 AND revoked_at IS NULL",
-            vec![token_hash(token).into(), Utc::now().into()],
-        ))
-        .await?;
-    Ok(())
+    users::revoke_session(db, &token_hash(token)).await
 }
 
-/// Revokes every session of a user (e.g. after a password change).
-pub async fn revoke_user_sessions(db: &Db, name: &str) -> Result<u64, DbErr> {
-    let result = db
-        .conn
-        .execute_raw(statement(
-            db,
-            "UPDATE sessions SET revoked_at = $2 WHERE revoked_at IS NULL AND user_id IN (SELECT id FROM users WHERE name = $1)",
-            vec![name.into(), Utc::now().into()],
-        ))
-        .await?;
-    Ok(result.rows_affected())
+pub use users::{list_users, remove_user, revoke_user_sessions};
+
+/// The session token a request's `Cookie` headers carry, if any: the one reader of it.
+pub fn session_token_of(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|cookies| session_token(cookies).map(str::to_string))
 }
 
 /// The session token in a `Cookie` header, if any.
@@ -368,34 +246,6 @@ pub fn session_cookie(token: &str, sessions: &Sessions) -> String {
 
 pub fn cleared_session_cookie() -> String {
     format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0")
-}
-
-/// Writes one audit row on any connection (a transaction too, so it commits with the change).
-pub async fn audit_on<C: ConnectionTrait>(conn: &C, entry: AuditEntry<'_>) -> Result<(), DbErr> {
-    conn.execute_raw(Statement::from_sql_and_values(
-        conn.get_database_backend(),
-        "INSERT INTO audit_log (at, actor, action, target, outcome, detail, address) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        vec![
-            Utc::now().into(),
-            entry.actor.into(),
-            entry.action.into(),
-            entry.target.into(),
-            entry.outcome.into(),
-            entry.detail.into(),
-            entry.address.into(),
-        ],
-    ))
-    .await?;
-    Ok(())
-}
-
-pub struct AuditEntry<'a> {
-    pub actor: &'a str,
-    pub action: &'a str,
-    pub target: Option<&'a str>,
-    pub outcome: &'a str,
-    pub detail: Option<&'a str>,
-    pub address: Option<&'a str>,
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Widgets shared by the pages.
 
+use crate::error::DashboardError;
 use crate::model::Me;
 use leptos::prelude::*;
 use leptos_router::components::A;
@@ -41,8 +42,8 @@ pub fn utc_label(rfc3339: &str) -> String {
 /// The top bar: navigation, the signed-in user, sign out.
 #[component]
 pub fn TopBar() -> impl IntoView {
-    let me = Resource::new(|| (), |_| crate::pages::login::current_user());
-    let logout = ServerAction::<crate::pages::login::Logout>::new();
+    let me = Resource::new(|| (), |_| crate::session::current_user());
+    let logout = ServerAction::<crate::session::Logout>::new();
     // Set only in the browser, once the wasm bundle has hydrated the page (the tests wait for it).
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
@@ -73,36 +74,14 @@ pub fn TopBar() -> impl IntoView {
 
 /// A failed load, said plainly; a lost session links to the sign-in page.
 #[component]
-pub fn ErrorNote(message: String) -> impl IntoView {
-    let signed_out = message.contains(crate::pages::SIGN_IN_REQUIRED);
+pub fn ErrorNote(error: DashboardError) -> impl IntoView {
     view! {
         <div class="error-note" role="alert">
-            {if signed_out {
+            {if error.needs_sign_in() {
                 view! { <p>"Your session has ended. " <a href="/login">"Sign in again"</a></p> }.into_any()
             } else {
-                view! { <p>{message}</p> }.into_any()
+                view! { <p>{error.to_string()}</p> }.into_any()
             }}
         </div>
     }
-}
-
-/// The message of a server function error, without the framework's prefix.
-pub fn error_text(error: &ServerFnError) -> String {
-    let text = error.to_string();
-    text.strip_prefix("error running server function: ")
-        .unwrap_or(&text)
-        .to_string()
-}
-
-/// Percent-encodes a query value or path segment.
-pub fn urlencode(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }

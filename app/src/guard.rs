@@ -1,28 +1,36 @@
 //! What every server function does first: find the database and the signed-in user, and refuse
-//! with the right status: anonymous → 401, a viewer calling an operator function → 403.
+//! with the right status: anonymous → 401, a viewer calling an operator function → 403. Every
+//! refusal is a [`DashboardError`] raised through [`fail`], which sets its status.
 
 use crate::auth::{self, User};
 use crate::config::Config;
 use crate::db::Db;
+use crate::db::events::StoredDelivery;
+use crate::db::filter::QueryError;
+use crate::error::DashboardError;
 use crate::model::Role;
 use http::{HeaderValue, StatusCode, header};
 use leptos::prelude::*;
 use leptos_axum::ResponseOptions;
 use std::sync::Arc;
 
-/// The peer address of the request, put in the request's extensions by the server.
+/// The client address of the request (see `HOOKBOX_TRUSTED_PROXIES`), put in the request's
+/// extensions by the server.
 #[derive(Clone, Debug)]
 pub struct ClientAddress(pub String);
 
-pub use crate::pages::SIGN_IN_REQUIRED;
-pub const OPERATORS_ONLY: &str = "this needs the operator role";
-
-pub fn db() -> Result<Db, ServerFnError> {
-    use_context::<Db>().ok_or_else(|| ServerFnError::new("no database in context"))
+/// The one place a dashboard error sets the answer's status.
+pub fn fail(error: DashboardError) -> DashboardError {
+    set_status(StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST));
+    error
 }
 
-pub fn config() -> Result<Arc<Config>, ServerFnError> {
-    use_context::<Arc<Config>>().ok_or_else(|| ServerFnError::new("no configuration in context"))
+pub fn db() -> Result<Db, DashboardError> {
+    use_context::<Db>().ok_or_else(|| unavailable(&"no database in context"))
+}
+
+pub fn config() -> Result<Arc<Config>, DashboardError> {
+    use_context::<Arc<Config>>().ok_or_else(|| unavailable(&"no configuration in context"))
 }
 
 pub fn set_status(status: StatusCode) {
@@ -52,16 +60,10 @@ pub fn client_address() -> String {
 
 /// The session token of this request, if it carries one.
 pub fn session_token() -> Option<String> {
-    let parts = request_parts()?;
-    parts
-        .headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|cookies| auth::session_token(cookies).map(str::to_string))
+    auth::session_token_of(&request_parts()?.headers)
 }
 
-pub async fn current_user() -> Result<Option<User>, ServerFnError> {
+pub async fn current_user() -> Result<Option<User>, DashboardError> {
     let Some(token) = session_token() else {
         return Ok(None);
     };
@@ -72,25 +74,18 @@ pub async fn current_user() -> Result<Option<User>, ServerFnError> {
 }
 
 /// The signed-in user, if their role is at least `role`.
-pub async fn require(role: Role) -> Result<User, ServerFnError> {
+pub async fn require(role: Role) -> Result<User, DashboardError> {
     match current_user().await? {
-        None => {
-            set_status(StatusCode::UNAUTHORIZED);
-            Err(ServerFnError::new(SIGN_IN_REQUIRED))
-        }
-        Some(user) if user.role < role => {
-            set_status(StatusCode::FORBIDDEN);
-            Err(ServerFnError::new(OPERATORS_ONLY))
-        }
+        None => Err(fail(DashboardError::SignInRequired)),
+        Some(user) if user.role < role => Err(fail(DashboardError::OperatorsOnly)),
         Some(user) => Ok(user),
     }
 }
 
 /// A database failure as the browser sees it: 503, no internals, the request id of the logs.
-pub fn unavailable(error: &dyn std::fmt::Display) -> ServerFnError {
+pub fn unavailable(error: &dyn std::fmt::Display) -> DashboardError {
     tracing::error!(%error, "dashboard query failed");
-    set_status(StatusCode::SERVICE_UNAVAILABLE);
-    let id = request_parts()
+    let request_id = request_parts()
         .and_then(|p| {
             p.headers
                 .get("x-request-id")
@@ -98,36 +93,29 @@ pub fn unavailable(error: &dyn std::fmt::Display) -> ServerFnError {
                 .map(str::to_string)
         })
         .unwrap_or_else(|| "-".into());
-    ServerFnError::new(format!(
-        "the database is unavailable; try again shortly (request id {id})"
-    ))
+    fail(DashboardError::Unavailable { request_id })
 }
 
-/// A request the user can correct: 400 with the reason.
-pub fn bad_request(reason: impl Into<String>) -> ServerFnError {
-    set_status(StatusCode::BAD_REQUEST);
-    ServerFnError::new(reason.into())
+/// A request the user can correct: 400 with the reason, which names the field.
+pub fn bad_request(reason: impl Into<String>) -> DashboardError {
+    fail(DashboardError::BadRequest(reason.into()))
 }
 
 /// A stored delivery, or 404 naming the id.
-pub async fn stored_delivery(
-    db: &Db,
-    id: i64,
-) -> Result<crate::archive::StoredDelivery, ServerFnError> {
-    match crate::archive::stored_delivery(db, id).await {
+pub async fn stored_delivery(db: &Db, id: i64) -> Result<StoredDelivery, DashboardError> {
+    match crate::db::events::stored_delivery(db, id).await {
         Ok(Some(stored)) => Ok(stored),
-        Ok(None) => {
-            set_status(StatusCode::NOT_FOUND);
-            Err(ServerFnError::new(format!("there is no delivery {id}")))
-        }
+        Ok(None) => Err(fail(DashboardError::NotFound(format!(
+            "there is no delivery {id}"
+        )))),
         Err(e) => Err(unavailable(&e)),
     }
 }
 
-/// A filter the user can correct is a 400; a database failure a 503.
-pub fn query_failed(error: crate::archive::QueryError) -> ServerFnError {
+/// A filter the user got wrong is a 400 naming it; a database failure a 503.
+pub fn query_failed(error: QueryError) -> DashboardError {
     match error {
-        crate::archive::QueryError::BadFilter(reason) => bad_request(reason),
-        crate::archive::QueryError::Db(e) => unavailable(&e),
+        QueryError::BadFilter(reason) => bad_request(reason),
+        QueryError::Db(e) => unavailable(&e),
     }
 }

@@ -5,11 +5,12 @@
 #![recursion_limit = "256"]
 
 pub mod components;
+pub mod error;
 pub mod model;
 pub mod pages;
+pub mod session;
+pub mod url;
 
-#[cfg(feature = "ssr")]
-pub mod archive;
 #[cfg(feature = "ssr")]
 pub mod auth;
 #[cfg(feature = "ssr")]
@@ -26,6 +27,8 @@ pub mod ingest;
 pub mod json;
 #[cfg(feature = "ssr")]
 pub mod maintenance;
+#[cfg(feature = "ssr")]
+pub mod present;
 #[cfg(feature = "ssr")]
 pub mod providers;
 #[cfg(feature = "ssr")]

@@ -203,12 +203,7 @@ async fn guard_dashboard(
     if path.starts_with("/api/") || is_public(&path) {
         return next.run(request).await;
     }
-    let token = request
-        .headers()
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|cookies| auth::session_token(cookies).map(str::to_string));
+    let token = auth::session_token_of(request.headers());
     let signed_in = match token {
         Some(token) => match auth::session_user(&state.db, &token).await {
             Ok(user) => user.is_some(),
@@ -227,11 +222,7 @@ async fn guard_dashboard(
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
-    Redirect::to(&format!(
-        "/login?next={}",
-        app::components::urlencode(&wanted)
-    ))
-    .into_response()
+    Redirect::to(&format!("/login?next={}", app::url::urlencode(&wanted))).into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -249,7 +240,7 @@ async fn search(
     if q.trim().is_empty() {
         return Redirect::to("/events").into_response();
     }
-    match app::archive::search_target(&state.db, &q).await {
+    match app::db::events::search_target(&state.db, &q).await {
         Ok(target) => Redirect::to(&target).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "search failed");

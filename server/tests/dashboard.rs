@@ -518,7 +518,7 @@ async fn the_overview_counts_by_source_status_and_day() {
                 .expect("insert an archive row");
         }
 
-        let overview = app::archive::overview(db, 2).await.expect("overview");
+        let overview = app::db::overview::overview(db, 2).await.expect("overview");
 
         let counts = |rows: &[app::model::CountRow]| {
             rows.iter()
@@ -615,7 +615,7 @@ async fn the_overview_counts_by_source_status_and_day() {
             .await
             .expect("insert into a finished day");
         let (again, other) =
-            tokio::join!(app::archive::overview(db, 2), app::archive::overview(db, 2));
+            tokio::join!(app::db::overview::overview(db, 2), app::db::overview::overview(db, 2));
         let (again, other) = (again.expect("overview"), other.expect("overview"));
         assert_eq!(counts(&again.by_day), expected, "{backend:?}: frozen days");
         assert_eq!(
@@ -685,7 +685,7 @@ async fn a_search_by_object_or_event_id_pages_through_every_match() {
             let mut seen: Vec<(String, String)> = Vec::new();
             let mut cursor: Option<String> = None;
             loop {
-                let page = app::archive::list_events(db, &filter, cursor.as_deref())
+                let page = app::db::events::list_events(db, &filter, cursor.as_deref())
                     .await
                     .expect("a page");
                 seen.extend(page.rows.iter().map(|r| {

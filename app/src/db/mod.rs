@@ -3,6 +3,14 @@
 //! Pools are built with sqlx directly so every setting that decides behaviour under load is
 //! explicit here, then handed to SeaORM.
 
+pub mod audit;
+pub mod events;
+pub mod filter;
+pub mod objects;
+pub mod overview;
+pub mod users;
+pub mod verify_runs;
+
 use crate::config::Pools;
 use sea_orm::sqlx::postgres::PgPoolOptions;
 use sea_orm::sqlx::sqlite::{

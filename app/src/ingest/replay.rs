@@ -3,10 +3,10 @@
 //! recorded duplicate. A dry run is the same transaction, rolled back.
 
 use super::{Outcome, Received, Recorded, apply_in, begin, record_invalid_in};
-use crate::archive::StoredDelivery;
 use crate::auth::{AuditEntry, audit_on};
 use crate::config::Config;
 use crate::db::Db;
+use crate::db::events::StoredDelivery;
 use crate::envelope::parse_envelope;
 use sea_orm::{DatabaseTransaction, DbErr};
 
@@ -131,7 +131,7 @@ pub async fn replay_many(
     let mut outcomes = Vec::with_capacity(ids.len());
     if dry_run {
         for id in ids {
-            let Some(stored) = crate::archive::stored_delivery(db, *id).await? else {
+            let Some(stored) = crate::db::events::stored_delivery(db, *id).await? else {
                 continue;
             };
             match run(db, config, &stored, operator, true, false).await {
@@ -146,7 +146,7 @@ pub async fn replay_many(
     let txn = begin(db).await?;
     let mut replayed = Vec::with_capacity(ids.len());
     for id in ids {
-        let Some(stored) = crate::archive::stored_delivery_on(&txn, *id).await? else {
+        let Some(stored) = crate::db::events::stored_delivery_on(&txn, *id).await? else {
             continue;
         };
         match replay_in(&txn, config, &stored, operator).await {

@@ -16,7 +16,6 @@
 use crate::db::Db;
 use crate::ingest;
 use crate::json;
-use crate::model::VerifyRun;
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, Statement};
 use std::fmt;
@@ -244,41 +243,16 @@ pub async fn repair_projection(db: &Db, source: &str, object_id: &str) -> Result
     txn.commit().await
 }
 
-/// The newest recorded run, for the dashboard.
-pub async fn last_run(db: &Db) -> Result<Option<VerifyRun>, DbErr> {
-    let row = db
-        .conn
-        .query_one_raw(Statement::from_string(
-            db.backend(),
-            "SELECT ran_at, drift_count, repaired, summary FROM verify_runs ORDER BY ran_at DESC, id DESC LIMIT 1",
-        ))
-        .await?;
-    row.map(|row| {
-        Ok(VerifyRun {
-            ran_at: row.try_get_by_index::<DateTime<Utc>>(0)?.to_rfc3339(),
-            drift_count: row.try_get_by_index(1)?,
-            repaired: row.try_get_by_index(2)?,
-            summary: row.try_get_by_index(3)?,
-        })
-    })
-    .transpose()
-}
-
 async fn record(db: &Db, ran_at: DateTime<Utc>, report: &Report) -> Result<(), DbErr> {
     let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    db.maintenance()
-        .execute_raw(Statement::from_sql_and_values(
-            db.backend(),
-            "INSERT INTO verify_runs (ran_at, drift_count, repaired, summary) VALUES ($1, $2, $3, $4)",
-            vec![
-                ran_at.into(),
-                count(report.drifts.len()).into(),
-                count(report.repaired).into(),
-                report.summary().into(),
-            ],
-        ))
-        .await?;
-    Ok(())
+    crate::db::verify_runs::record_run(
+        db,
+        ran_at,
+        count(report.drifts.len()),
+        count(report.repaired),
+        &report.summary(),
+    )
+    .await
 }
 
 /// Each object's greatest inbox revision (and snapshot) beside its projection row.

@@ -1,6 +1,7 @@
 //! `/audit`: sign-ins, failed sign-ins and replays: who, when, what, with what outcome.
 
-use crate::components::{ErrorNote, LocalTime, TopBar, error_text};
+use crate::components::{ErrorNote, LocalTime, TopBar};
+use crate::error::DashboardError;
 use crate::model::AuditRow;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -9,10 +10,10 @@ use leptos_router::hooks::use_query_map;
 pub async fn audit_entries(
     action: Option<String>,
     actor: Option<String>,
-) -> Result<Vec<AuditRow>, ServerFnError> {
+) -> Result<Vec<AuditRow>, DashboardError> {
     use crate::guard;
     guard::require(crate::model::Role::Viewer).await?;
-    crate::archive::audit_entries(&guard::db()?, action.as_deref(), actor.as_deref())
+    crate::db::audit::audit_entries(&guard::db()?, action.as_deref(), actor.as_deref())
         .await
         .map_err(|e| guard::unavailable(&e))
 }
@@ -47,7 +48,7 @@ pub fn AuditPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match entries.await {
-                        Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                         Ok(rows) if rows.is_empty() => view! { <p class="muted">"Nothing recorded yet."</p> }.into_any(),
                         Ok(rows) => view! {
                             <table class="data" data-testid="audit-table">

@@ -1,8 +1,10 @@
 //! `/events/{id}`: one delivery in full, the other deliveries of the same event, its object, and
 //! (operators) a guarded replay: a dry run first, then confirmation.
 
-use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar, error_text, urlencode};
+use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar};
+use crate::error::DashboardError;
 use crate::model::{EventDetail, ReplayResult};
+use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
@@ -35,8 +37,8 @@ pub fn shown_header_value(role: crate::model::Role, name: &str, value: String) -
 }
 
 #[server(endpoint = "event")]
-pub async fn get_event(id: i64) -> Result<EventDetail, ServerFnError> {
-    use crate::{archive, guard};
+pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
+    use crate::guard;
     let user = guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
     let stored = guard::stored_delivery(&db, id).await?;
@@ -57,12 +59,12 @@ pub async fn get_event(id: i64) -> Result<EventDetail, ServerFnError> {
     let text = String::from_utf8_lossy(&stored.body).into_owned();
     let body_is_json = crate::json::parse(&text).is_ok();
     let body = if body_is_json {
-        archive::pretty(&text)
+        crate::present::pretty(&text)
     } else {
         text
     };
     let related = match stored.row.event_id.as_deref() {
-        Some(event_id) => archive::deliveries_of(&db, &stored.row.source, event_id)
+        Some(event_id) => crate::db::events::deliveries_of(&db, &stored.row.source, event_id)
             .await
             .map_err(|e| guard::unavailable(&e))?,
         None => Vec::new(),
@@ -80,7 +82,7 @@ pub async fn get_event(id: i64) -> Result<EventDetail, ServerFnError> {
 
 /// Replays a stored delivery; `confirm = false` is the dry run (rolled back, nothing written).
 #[server(endpoint = "replay")]
-pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, ServerFnError> {
+pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, DashboardError> {
     use crate::guard;
     use crate::ingest::replay::{ReplayError, replay};
     let user = guard::require(crate::model::Role::Operator).await?;
@@ -116,7 +118,7 @@ pub fn EventPage() -> impl IntoView {
     let detail = Resource::new(id, |id| async move {
         match id {
             Some(id) => get_event(id).await,
-            None => Err(ServerFnError::new("not a delivery id")),
+            None => Err(DashboardError::NotFound("not a delivery id".into())),
         }
     });
     view! {
@@ -125,7 +127,7 @@ pub fn EventPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match detail.await {
-                        Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                         Ok(d) => view! { <EventBody d/> }.into_any(),
                     }
                 })}
@@ -219,7 +221,7 @@ fn ReplayPanel(id: i64) -> impl IntoView {
             <p class="muted">"A replay runs this delivery through ingest again as a new archive row. A dry run shows what it would be and writes nothing."</p>
             <button type="button" data-testid="dry-run" on:click=move |_| { run.dispatch(false); }>"Dry run"</button>
             {move || run.value().get().map(|result| match result {
-                Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                 Ok((false, r)) => view! {
                     <p role="status" data-testid="dry-run-result">"Would be: " <strong>{r.outcome.clone()}</strong>
                         {r.message.clone().map(|m| format!(" ({m})"))}</p>

@@ -1,8 +1,10 @@
 //! `/events`: the archive, newest first, filtered through the URL, 50 rows a page by cursor, new
 //! deliveries appearing while "live" is on. Operators can bulk-replay the failed ones matching.
 
-use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar, error_text, urlencode};
+use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar};
+use crate::error::DashboardError;
 use crate::model::{BulkReplayResult, EventFilter, EventPage, Me, Role};
+use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -18,8 +20,7 @@ pub async fn list_events(
     to: Option<String>,
     q: Option<String>,
     cursor: Option<String>,
-) -> Result<EventPage, ServerFnError> {
-    use crate::archive;
+) -> Result<EventPage, DashboardError> {
     use crate::guard;
     guard::require(Role::Viewer).await?;
     let filter = EventFilter {
@@ -30,7 +31,7 @@ pub async fn list_events(
         to,
         q,
     };
-    archive::list_events(&guard::db()?, &filter, cursor.as_deref())
+    crate::db::events::list_events(&guard::db()?, &filter, cursor.as_deref())
         .await
         .map_err(guard::query_failed)
 }
@@ -46,8 +47,7 @@ pub async fn bulk_replay(
     to: Option<String>,
     q: Option<String>,
     confirmation: Option<String>,
-) -> Result<BulkReplayResult, ServerFnError> {
-    use crate::archive;
+) -> Result<BulkReplayResult, DashboardError> {
     use crate::guard;
     use crate::ingest::replay::{ReplayError, replay_many};
     let user = guard::require(Role::Operator).await?;
@@ -62,7 +62,7 @@ pub async fn bulk_replay(
     };
     let db = guard::db()?;
     let config = guard::config()?;
-    let ids = archive::failed_ids(&db, &filter, BULK_REPLAY_LIMIT)
+    let ids = crate::db::events::failed_ids(&db, &filter, BULK_REPLAY_LIMIT)
         .await
         .map_err(guard::query_failed)?;
     if ids.len() > BULK_REPLAY_LIMIT {
@@ -173,7 +173,7 @@ pub fn EventsPage() -> impl IntoView {
         move || (filter.get(), tick.get()),
         |((f, cursor), _)| list_events(f.status, f.outcome, f.source, f.from, f.to, f.q, cursor),
     );
-    let me = Resource::new(|| (), |_| super::login::current_user());
+    let me = Resource::new(|| (), |_| crate::session::current_user());
     // The filter the list shows, for the bulk-replay panel.
     let on_screen = Memo::new(move |_| filter.read().0.clone());
     // Each field shows the URL's filter: as an attribute (in the server's HTML) and as a
@@ -236,7 +236,7 @@ pub fn EventsPage() -> impl IntoView {
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match page.await {
-                        Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                         Ok(page) => view! { <EventTable page query=query.get_untracked()/> }.into_any(),
                     }
                 })}
@@ -343,7 +343,7 @@ fn BulkReplayPanel(filter: Memo<EventFilter>) -> impl IntoView {
                 run.dispatch((filter.get_untracked(), None));
             }>"Dry run"</button>
             {move || shown().map(|(f, result)| match result {
-                Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                 Ok(r) if r.replayed => view! {
                     <p class="ok" role="status" data-testid="bulk-result">"Replayed " {r.matched} " deliveries: " {breakdown(&r)}</p>
                 }.into_any(),

@@ -1,6 +1,6 @@
-//! `/login`: sign in; and the session server functions every page uses.
+//! `/login`: the sign-in page and its server function.
 
-use crate::model::Me;
+use crate::error::DashboardError;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -59,10 +59,9 @@ pub async fn login(
     name: String,
     password: String,
     next: Option<String>,
-) -> Result<(), ServerFnError> {
+) -> Result<(), DashboardError> {
     use crate::auth::{self, SignInError};
-    use crate::guard;
-    use http::StatusCode;
+    use crate::guard::{self, fail};
     let db = guard::db()?;
     let sessions = use_context::<crate::config::Sessions>().unwrap_or_default();
     match auth::sign_in(
@@ -80,47 +79,15 @@ pub async fn login(
             leptos_axum::redirect(&safe_next(next.as_deref()));
             Ok(())
         }
-        Err(SignInError::Throttled { minutes }) => {
-            guard::set_status(StatusCode::TOO_MANY_REQUESTS);
-            Err(ServerFnError::new(format!(
-                "Too many failed sign-ins. Try again in {minutes} minutes."
-            )))
-        }
-        Err(SignInError::Busy) => {
-            guard::set_status(StatusCode::TOO_MANY_REQUESTS);
-            Err(ServerFnError::new(
-                "Too many sign-ins at once. Try again in a moment.",
-            ))
-        }
-        Err(SignInError::Invalid) => {
-            guard::set_status(StatusCode::UNAUTHORIZED);
-            Err(ServerFnError::new("Wrong user name or password."))
-        }
+        Err(SignInError::Throttled { minutes }) => Err(fail(DashboardError::Throttled(format!(
+            "Too many failed sign-ins. Try again in {minutes} minutes."
+        )))),
+        Err(SignInError::Busy) => Err(fail(DashboardError::Throttled(
+            "Too many sign-ins at once. Try again in a moment.".into(),
+        ))),
+        Err(SignInError::Invalid) => Err(fail(DashboardError::WrongCredentials)),
         Err(SignInError::Db(e)) => Err(guard::unavailable(&e)),
     }
-}
-
-#[server(endpoint = "logout")]
-pub async fn logout() -> Result<(), ServerFnError> {
-    use crate::{auth, guard};
-    if let Some(token) = guard::session_token() {
-        auth::revoke_session(&guard::db()?, &token)
-            .await
-            .map_err(|e| guard::unavailable(&e))?;
-    }
-    guard::set_cookie(&auth::cleared_session_cookie());
-    leptos_axum::redirect("/login");
-    Ok(())
-}
-
-/// The signed-in user (anonymous callers get 401, like every other server function).
-#[server(endpoint = "me")]
-pub async fn current_user() -> Result<Option<Me>, ServerFnError> {
-    let user = crate::guard::require(crate::model::Role::Viewer).await?;
-    Ok(Some(Me {
-        name: user.name,
-        role: user.role,
-    }))
 }
 
 #[component]
@@ -131,7 +98,7 @@ pub fn LoginPage() -> impl IntoView {
     // loaded (or without JavaScript) still lands on the page asked for.
     let next = move || safe_next(query.read().get("next").as_deref());
     let error = move || match login.value().get() {
-        Some(Err(e)) => Some(crate::components::error_text(&e)),
+        Some(Err(e)) => Some(e.to_string()),
         _ => None,
     };
     view! {

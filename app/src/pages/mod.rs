@@ -9,9 +9,6 @@ pub mod overview;
 
 use leptos::prelude::*;
 
-/// The error text of a call without a session (the pages link to the sign-in page on it).
-pub const SIGN_IN_REQUIRED: &str = "sign in required";
-
 #[component]
 pub fn NotFound() -> impl IntoView {
     #[cfg(feature = "ssr")]

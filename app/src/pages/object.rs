@@ -1,16 +1,20 @@
 //! `/objects/{source}/{object_id}`: the current revision and snapshot, and every accepted revision
 //! (current and stale ones marked) with the field-level changes from the one before.
 
-use crate::components::{ErrorNote, LocalTime, TopBar, error_text};
+use crate::components::{ErrorNote, LocalTime, TopBar};
+use crate::error::DashboardError;
 use crate::model::ObjectHistory;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 #[server(endpoint = "object")]
-pub async fn get_object(source: String, object_id: String) -> Result<ObjectHistory, ServerFnError> {
+pub async fn get_object(
+    source: String,
+    object_id: String,
+) -> Result<ObjectHistory, DashboardError> {
     use crate::guard;
     guard::require(crate::model::Role::Viewer).await?;
-    crate::archive::object_history(&guard::db()?, &source, &object_id)
+    crate::db::objects::object_history(&guard::db()?, &source, &object_id)
         .await
         .map_err(|e| guard::unavailable(&e))
 }
@@ -32,7 +36,7 @@ pub fn ObjectPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match history.await {
-                        Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                         Ok(h) => view! { <ObjectBody h/> }.into_any(),
                     }
                 })}
@@ -43,7 +47,7 @@ pub fn ObjectPage() -> impl IntoView {
 
 #[component]
 fn ObjectBody(h: ObjectHistory) -> impl IntoView {
-    let events_link = format!("/events?q={}", crate::components::urlencode(&h.object_id));
+    let events_link = format!("/events?q={}", crate::url::urlencode(&h.object_id));
     view! {
         <h1>"Object " <span class="mono">{h.object_id.clone()}</span> <span class="muted">" in " {h.source.clone()}</span></h1>
         <section class="panel">
@@ -73,7 +77,7 @@ fn ObjectBody(h: ObjectHistory) -> impl IntoView {
                                 view! {
                                     <tr data-testid="revision-row" data-revision=r.revision>
                                         <td>{r.revision} " " {marks}</td>
-                                        <td class="mono"><a href=format!("/events?q={}", crate::components::urlencode(&r.event_id))>{r.event_id.clone()}</a></td>
+                                        <td class="mono"><a href=format!("/events?q={}", crate::url::urlencode(&r.event_id))>{r.event_id.clone()}</a></td>
                                         <td><LocalTime utc=r.received_at.clone()/></td>
                                         <td>
                                             <ul class="diff">

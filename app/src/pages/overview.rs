@@ -2,16 +2,17 @@
 //! calendar days, UTC, today included), a chart of those days, the newest failures, the last
 //! invariant check, and the search box.
 
-use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar, error_text};
+use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar};
+use crate::error::DashboardError;
 use crate::model::{CountRow, Overview, VerifyRun};
 use leptos::prelude::*;
 
 #[server(endpoint = "overview")]
-pub async fn get_overview() -> Result<Overview, ServerFnError> {
+pub async fn get_overview() -> Result<Overview, DashboardError> {
     use crate::{guard, model::Role};
     guard::require(Role::Viewer).await?;
     let sources = guard::config()?.sources.len();
-    crate::archive::overview(&guard::db()?, sources)
+    crate::db::overview::overview(&guard::db()?, sources)
         .await
         .map_err(|e| guard::unavailable(&e))
 }
@@ -107,7 +108,7 @@ pub fn OverviewPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {
-                        Err(e) => view! { <ErrorNote message=error_text(&e)/> }.into_any(),
+                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                         Ok(o) => view! { <OverviewBody o/> }.into_any(),
                     }
                 })}

@@ -1,0 +1,245 @@
+//! `webhook_events`, the archive: pages of it by filter and cursor, one stored delivery with its
+//! headers and body, every delivery of one event, the failed ones of a filter, and where a search
+//! leads. Every list is bounded and walks an index (see the migrations).
+
+use super::Db;
+use super::filter::{Conditions, QueryError, add_filter_conditions, filter_conditions};
+use crate::model::{EventFilter, EventPage, EventRow};
+use crate::url::urlencode;
+use chrono::{DateTime, Utc};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, QueryResult, Statement};
+
+pub const PAGE_SIZE: usize = 50;
+
+/// The columns of an archive row in a list, decoded by name into [`EventRecord`].
+pub(crate) const EVENT_COLUMNS: &str = "id, source, event_id, object_id, revision, event_type, status, outcome, error_message, received_at, replay_of, replayed_by";
+
+/// An archive row as the database returns it.
+#[derive(Debug, FromQueryResult)]
+pub(crate) struct EventRecord {
+    id: i64,
+    source: String,
+    event_id: Option<String>,
+    object_id: Option<String>,
+    revision: Option<i64>,
+    event_type: Option<String>,
+    status: String,
+    outcome: String,
+    error_message: Option<String>,
+    received_at: DateTime<Utc>,
+    replay_of: Option<i64>,
+    replayed_by: Option<String>,
+}
+
+impl From<EventRecord> for EventRow {
+    fn from(r: EventRecord) -> EventRow {
+        EventRow {
+            id: r.id,
+            source: r.source,
+            event_id: r.event_id,
+            object_id: r.object_id,
+            revision: r.revision,
+            event_type: r.event_type,
+            status: r.status,
+            outcome: r.outcome,
+            error_message: r.error_message,
+            received_at: r.received_at.to_rfc3339(),
+            replay_of: r.replay_of,
+            replayed_by: r.replayed_by,
+        }
+    }
+}
+
+/// One list row of `webhook_events`, by column name.
+pub(crate) fn event_row(row: &QueryResult) -> Result<EventRow, DbErr> {
+    EventRecord::from_query_result(row, "").map(EventRow::from)
+}
+
+fn cursor_of(row: &EventRow) -> String {
+    format!("{}~{}", row.received_at, row.id)
+}
+
+fn parse_cursor(cursor: &str) -> Result<(DateTime<Utc>, i64), QueryError> {
+    let bad = || QueryError::BadFilter("cursor: not a cursor from a previous page".into());
+    let (at, id) = cursor.rsplit_once('~').ok_or_else(bad)?;
+    let at = DateTime::parse_from_rfc3339(at)
+        .map_err(|_| bad())?
+        .with_timezone(&Utc);
+    Ok((at, id.parse().map_err(|_| bad())?))
+}
+
+/// One page of the archive, newest first, keyset-paginated on (received_at, id).
+///
+/// A search (`q`, an event id or an object id) is two branches, one per column, each walking its
+/// own index in page order (`ix_webhook_events_event`, `ix_webhook_events_object_received`) and
+/// stopping after a page: with `event_id = q OR object_id = q`, PostgreSQL collects every delivery
+/// of the object before sorting them, 10,000 heap rows for a busy object.
+pub async fn list_events(
+    db: &Db,
+    filter: &EventFilter,
+    cursor: Option<&str>,
+) -> Result<EventPage, QueryError> {
+    let cursor = cursor
+        .filter(|c| !c.is_empty())
+        .map(parse_cursor)
+        .transpose()?;
+    let q = filter
+        .q
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .map(str::to_string);
+    let unsearched = EventFilter {
+        q: None,
+        ..filter.clone()
+    };
+    let mut c = Conditions::new();
+    // The conditions of one branch: the filter, the cursor, and `extra`.
+    let mut branch = |extra: Option<(&str, String)>| -> Result<String, QueryError> {
+        let start = c.sql.len();
+        add_filter_conditions(&mut c, &unsearched)?;
+        if let Some((at, id)) = cursor {
+            c.push_pair("(received_at, id) < (?, ?)", at, id);
+        }
+        if let Some((template, value)) = extra {
+            c.push(template, value);
+        }
+        let parts = c.sql.split_off(start);
+        Ok(if parts.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", parts.join(" AND "))
+        })
+    };
+    let order = "ORDER BY received_at DESC, id DESC";
+    let limit = PAGE_SIZE + 1;
+    let sql = match q {
+        None => format!(
+            "SELECT {EVENT_COLUMNS} FROM webhook_events {} {order} LIMIT {limit}",
+            branch(None)?
+        ),
+        Some(q) => {
+            let by_event = branch(Some(("event_id = ?", q.clone())))?;
+            let by_object = branch(Some(("object_id = ?", q)))?;
+            format!(
+                "SELECT {EVENT_COLUMNS} FROM (
+                   SELECT * FROM (SELECT {EVENT_COLUMNS} FROM webhook_events {by_event} {order} LIMIT {limit}) AS by_event
+                   UNION
+                   SELECT * FROM (SELECT {EVENT_COLUMNS} FROM webhook_events {by_object} {order} LIMIT {limit}) AS by_object
+                 ) AS found {order} LIMIT {limit}"
+            )
+        }
+    };
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
+        .await?;
+    let mut rows = rows.iter().map(event_row).collect::<Result<Vec<_>, _>>()?;
+    let next_cursor = if rows.len() > PAGE_SIZE {
+        rows.truncate(PAGE_SIZE);
+        rows.last().map(cursor_of)
+    } else {
+        None
+    };
+    Ok(EventPage { rows, next_cursor })
+}
+
+/// Ids of the failed deliveries matching a filter, at most `limit` + 1 (to tell "too many").
+pub async fn failed_ids(
+    db: &Db,
+    filter: &EventFilter,
+    limit: usize,
+) -> Result<Vec<i64>, QueryError> {
+    let c = filter_conditions(&EventFilter {
+        status: Some("failed".into()),
+        ..filter.clone()
+    })?;
+    let sql = format!(
+        "SELECT id FROM webhook_events {} ORDER BY received_at, id LIMIT {}",
+        c.clause(),
+        limit + 1
+    );
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| r.try_get::<i64>("", "id"))
+        .collect::<Result<_, _>>()?)
+}
+
+/// One archive row with its headers and raw body.
+pub struct StoredDelivery {
+    pub row: EventRow,
+    pub headers_json: String,
+    pub body: Vec<u8>,
+}
+
+pub async fn stored_delivery(db: &Db, id: i64) -> Result<Option<StoredDelivery>, DbErr> {
+    stored_delivery_on(&db.conn, id).await
+}
+
+/// [`stored_delivery`] on a given connection or transaction.
+pub async fn stored_delivery_on<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+) -> Result<Option<StoredDelivery>, DbErr> {
+    let backend = conn.get_database_backend();
+    let headers = if backend == DatabaseBackend::Postgres {
+        "headers::text AS headers"
+    } else {
+        "headers"
+    };
+    let sql = format!("SELECT {EVENT_COLUMNS}, {headers}, body FROM webhook_events WHERE id = $1");
+    let row = conn
+        .query_one_raw(Statement::from_sql_and_values(
+            backend,
+            sql,
+            vec![id.into()],
+        ))
+        .await?;
+    row.map(|row| {
+        Ok(StoredDelivery {
+            row: event_row(&row)?,
+            headers_json: row.try_get("", "headers")?,
+            body: row.try_get("", "body")?,
+        })
+    })
+    .transpose()
+}
+
+/// Every delivery of one event (retries, replays), oldest first.
+pub async fn deliveries_of(db: &Db, source: &str, event_id: &str) -> Result<Vec<EventRow>, DbErr> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM webhook_events WHERE event_id = $1 AND source = $2 ORDER BY id LIMIT 200"
+    );
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            sql,
+            vec![event_id.into(), source.into()],
+        ))
+        .await?;
+    rows.iter().map(event_row).collect()
+}
+
+/// Where a search box entry leads: an object's page when exactly one object has that id, else
+/// the archive filtered by it.
+pub async fn search_target(db: &Db, q: &str) -> Result<String, DbErr> {
+    let q = q.trim();
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "SELECT source FROM object_state WHERE object_id = $1 LIMIT 2",
+            vec![q.into()],
+        ))
+        .await?;
+    if rows.len() == 1 {
+        let source: String = rows[0].try_get("", "source")?;
+        return Ok(format!("/objects/{}/{}", urlencode(&source), urlencode(q)));
+    }
+    Ok(format!("/events?q={}", urlencode(q)))
+}

@@ -1,0 +1,197 @@
+//! The `/events` filter as SQL: validated values (a bad one is a 400 naming the field) and
+//! `WHERE` conditions with numbered placeholders, for PostgreSQL and SQLite alike.
+
+use crate::model::EventFilter;
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
+use sea_orm::{DbErr, Value};
+
+/// A problem with a request's filters, shown to the user as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("{0}")]
+    BadFilter(String),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+/// `WHERE` conditions with numbered placeholders.
+pub(crate) struct Conditions {
+    pub(crate) sql: Vec<String>,
+    pub(crate) values: Vec<Value>,
+}
+
+impl Conditions {
+    pub(crate) fn new() -> Self {
+        Conditions {
+            sql: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Adds a condition; `?` in `template` becomes the next placeholder.
+    pub(crate) fn push(&mut self, template: &str, value: impl Into<Value>) {
+        self.values.push(value.into());
+        let n = self.values.len();
+        self.sql.push(template.replace('?', &format!("${n}")));
+    }
+
+    pub(crate) fn push_pair(&mut self, template: &str, a: impl Into<Value>, b: impl Into<Value>) {
+        self.values.push(a.into());
+        self.values.push(b.into());
+        let n = self.values.len();
+        self.sql
+            .push(template.replacen('?', &format!("${}", n - 1), 1).replacen(
+                '?',
+                &format!("${n}"),
+                1,
+            ));
+    }
+
+    pub(crate) fn clause(&self) -> String {
+        if self.sql.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", self.sql.join(" AND "))
+        }
+    }
+}
+
+/// The years a `from` / `to` filter may name: what both databases store and compare correctly
+/// (SQLite compares times as text, so a fifth digit would sort wrong).
+const FILTER_YEARS: std::ops::RangeInclusive<i32> = 1..=9999;
+
+fn parse_time(field: &str, text: &str, end_of_day: bool) -> Result<DateTime<Utc>, QueryError> {
+    let out_of_range = || {
+        QueryError::BadFilter(format!(
+            "{field}: {text:?} is out of range (years {} to {})",
+            FILTER_YEARS.start(),
+            FILTER_YEARS.end()
+        ))
+    };
+    let time = if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        if !FILTER_YEARS.contains(&date.year()) {
+            return Err(out_of_range());
+        }
+        let day = if end_of_day {
+            date.succ_opt().ok_or_else(out_of_range)?
+        } else {
+            date
+        };
+        // The day after 9999-12-31 is past the range: its last instant bounds it instead.
+        let bound = start_of(day);
+        if bound.year() > *FILTER_YEARS.end() {
+            bound - Duration::microseconds(1)
+        } else {
+            bound
+        }
+    } else {
+        let time = DateTime::parse_from_rfc3339(text)
+            .map_err(|_| {
+                QueryError::BadFilter(format!(
+                    "{field}: {text:?} is not a date (2026-11-29) or an RFC 3339 time"
+                ))
+            })?
+            .with_timezone(&Utc);
+        if !FILTER_YEARS.contains(&time.year()) {
+            return Err(out_of_range());
+        }
+        time
+    };
+    Ok(time)
+}
+
+/// Midnight (UTC) at the start of `day`.
+pub(crate) fn start_of(day: NaiveDate) -> DateTime<Utc> {
+    day.and_hms_opt(0, 0, 0)
+        .map(|t| t.and_utc())
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+const STATUSES: &[&str] = &["processed", "skipped", "failed"];
+const OUTCOMES: &[&str] = &[
+    "applied",
+    "stale",
+    "accepted",
+    "duplicate",
+    "reused_event_id",
+    "reused_revision",
+    "invalid",
+];
+
+pub(crate) fn filter_conditions(filter: &EventFilter) -> Result<Conditions, QueryError> {
+    let mut c = Conditions::new();
+    add_filter_conditions(&mut c, filter)?;
+    Ok(c)
+}
+
+pub(crate) fn add_filter_conditions(
+    c: &mut Conditions,
+    filter: &EventFilter,
+) -> Result<(), QueryError> {
+    let given = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(status) = given(&filter.status) {
+        if !STATUSES.contains(&status.as_str()) {
+            return Err(QueryError::BadFilter(format!(
+                "status: {status:?} is not one of {}",
+                STATUSES.join(", ")
+            )));
+        }
+        c.push("status = ?", status);
+    }
+    if let Some(outcome) = given(&filter.outcome) {
+        if !OUTCOMES.contains(&outcome.as_str()) {
+            return Err(QueryError::BadFilter(format!(
+                "outcome: {outcome:?} is not one of {}",
+                OUTCOMES.join(", ")
+            )));
+        }
+        c.push("outcome = ?", outcome);
+    }
+    if let Some(source) = given(&filter.source) {
+        c.push("source = ?", source);
+    }
+    if let Some(from) = given(&filter.from) {
+        c.push("received_at >= ?", parse_time("from", &from, false)?);
+    }
+    if let Some(to) = given(&filter.to) {
+        c.push("received_at < ?", parse_time("to", &to, true)?);
+    }
+    if let Some(q) = given(&filter.q) {
+        c.push_pair("(event_id = ? OR object_id = ?)", q.clone(), q);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_range_filter_dates_are_refused_naming_the_field() {
+        for (field, text, end_of_day) in [
+            ("to", "+262142-12-31", true),
+            ("from", "+262142-12-31", false),
+            ("from", "-262143-01-01", false),
+            ("to", "0000-12-31", true),
+            ("to", "+10000-01-01", true),
+            ("from", "9999-12-31T23:00:00-23:00", false),
+        ] {
+            match parse_time(field, text, end_of_day) {
+                Err(QueryError::BadFilter(reason)) => assert!(
+                    reason.starts_with(&format!("{field}: ")) && reason.contains("out of range"),
+                    "{text}: {reason}"
+                ),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let last = parse_time("to", "9999-12-31", true).expect("the last day");
+        assert_eq!(last.to_rfc3339(), "9999-12-31T23:59:59.999999+00:00");
+        let next_day = parse_time("to", "2026-11-29", true).expect("a day");
+        assert_eq!(next_day.to_rfc3339(), "2026-11-30T00:00:00+00:00");
+    }
+}

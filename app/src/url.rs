@@ -1,0 +1,14 @@
+//! URL pieces both halves build: the dashboard's links and the server's redirects.
+
+/// Percent-encodes a query value or path segment.
+pub fn urlencode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
