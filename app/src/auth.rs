@@ -1,5 +1,5 @@
 //! Dashboard users, sessions and the audit log: every page and server function needs a signed-in
-//! user, `viewer` or `operator` (the README's Dashboard section).
+//! user, `viewer` or `operator` (`docs/dashboard.md`).
 //!
 //! Passwords are Argon2id hashes. Sessions live in the database (revocable, expiring) and the
 //! browser holds only a random token; the table keeps its SHA-256. Failed sign-ins are audit rows,

@@ -614,8 +614,10 @@ async fn the_overview_counts_by_source_status_and_day() {
             ))
             .await
             .expect("insert into a finished day");
-        let (again, other) =
-            tokio::join!(app::db::overview::overview(db, 2), app::db::overview::overview(db, 2));
+        let (again, other) = tokio::join!(
+            app::db::overview::overview(db, 2),
+            app::db::overview::overview(db, 2)
+        );
         let (again, other) = (again.expect("overview"), other.expect("overview"));
         assert_eq!(counts(&again.by_day), expected, "{backend:?}: frozen days");
         assert_eq!(

@@ -9,8 +9,9 @@
 pub mod proxies;
 pub mod settings;
 
+pub use crate::db::Pools;
 pub use proxies::TrustedProxies;
-pub use settings::{Pools, Sessions, Settings, SettingsErrors};
+pub use settings::{Sessions, Settings, SettingsErrors};
 
 use crate::envelope::{Field, FieldRef, Mapping, Mode};
 use crate::providers::{ALL_PRESETS, Preset};

@@ -4,7 +4,7 @@
 //! set or unset, never shown.
 
 use super::proxies::{TRUSTED_PROXIES_ENV, TrustedProxies};
-use crate::db::DEFAULT_DATABASE_URL;
+use crate::db::{DEFAULT_DATABASE_URL, Pools};
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -28,15 +28,6 @@ impl Default for Sessions {
             cookie_secure: false,
         }
     }
-}
-
-/// Database pool sizes; `None` is the backend's default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Pools {
-    /// `HOOKBOX_DB_POOL_SIZE`: ingest on PostgreSQL (16), the read pool on SQLite (8).
-    pub ingest: Option<u32>,
-    /// `HOOKBOX_DASHBOARD_POOL_SIZE`: the dashboard's own pool on PostgreSQL (4).
-    pub dashboard: Option<u32>,
 }
 
 /// Every setting hookbox takes from its environment.

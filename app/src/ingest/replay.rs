@@ -3,9 +3,9 @@
 //! recorded duplicate. A dry run is the same transaction, rolled back.
 
 use super::{Outcome, Received, Recorded, apply_in, begin, record_invalid_in};
-use crate::auth::{AuditEntry, audit_on};
 use crate::config::Config;
 use crate::db::Db;
+use crate::db::audit::{AuditEntry, audit_on};
 use crate::db::events::StoredDelivery;
 use crate::envelope::parse_envelope;
 use sea_orm::{DatabaseTransaction, DbErr};
