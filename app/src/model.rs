@@ -26,6 +26,90 @@ impl Role {
     }
 }
 
+/// Declares a closed vocabulary: an enum whose variants are spelled as the database and the URL
+/// spell them, with `ALL`, `as_str`, `parse` and serde in that spelling.
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// Every spelling, for messages: `a, b, c`.
+            pub fn spellings() -> String {
+                [$($text),+].join(", ")
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// An archive row's `status`.
+    Status {
+        Processed = "processed",
+        Skipped = "skipped",
+        Failed = "failed",
+    }
+}
+
+vocabulary! {
+    /// An archive row's `outcome`: what became of a delivery.
+    OutcomeKind {
+        Applied = "applied",
+        Stale = "stale",
+        Accepted = "accepted",
+        Duplicate = "duplicate",
+        ReusedEventId = "reused_event_id",
+        ReusedRevision = "reused_revision",
+        Invalid = "invalid",
+    }
+}
+
+impl OutcomeKind {
+    /// The one mapping of an outcome to its status.
+    pub fn status(self) -> Status {
+        match self {
+            OutcomeKind::Applied | OutcomeKind::Stale | OutcomeKind::Accepted => Status::Processed,
+            OutcomeKind::Duplicate => Status::Skipped,
+            OutcomeKind::ReusedEventId | OutcomeKind::ReusedRevision | OutcomeKind::Invalid => {
+                Status::Failed
+            }
+        }
+    }
+}
+
+vocabulary! {
+    /// What an audit row records.
+    AuditAction {
+        SignIn = "sign_in",
+        Replay = "replay",
+        BulkReplay = "bulk_replay",
+    }
+}
+
 /// The signed-in user, as the pages see them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Me {

@@ -3,7 +3,7 @@
 
 use super::Db;
 use super::filter::Conditions;
-use crate::model::AuditRow;
+use crate::model::{AuditAction, AuditRow};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};
 
@@ -89,8 +89,13 @@ pub async fn record_sign_in_attempt(db: &Db, name: &str, address: &str) -> Resul
         .query_one_raw(Statement::from_sql_and_values(
             db.backend(),
             "INSERT INTO audit_log (at, actor, action, target, outcome, detail, address)
-             VALUES ($1, $2, 'sign_in', NULL, 'failed', NULL, $3) RETURNING id",
-            vec![Utc::now().into(), name.into(), address.into()],
+             VALUES ($1, $2, $4, NULL, 'failed', NULL, $3) RETURNING id",
+            vec![
+                Utc::now().into(),
+                name.into(),
+                address.into(),
+                AuditAction::SignIn.as_str().into(),
+            ],
         ))
         .await?
         .ok_or(DbErr::RecordNotInserted)?
@@ -127,14 +132,18 @@ pub async fn failed_sign_ins_since(
         Attempted::Address(address) => ("address", address),
     };
     let sql = format!(
-        "SELECT count(*) AS failures FROM audit_log WHERE action = 'sign_in' AND outcome = 'failed' AND {column} = $1 AND at > $2"
+        "SELECT count(*) AS failures FROM audit_log WHERE action = $3 AND outcome = 'failed' AND {column} = $1 AND at > $2"
     );
     Ok(db
         .conn
         .query_one_raw(Statement::from_sql_and_values(
             db.backend(),
             sql,
-            vec![value.into(), since.into()],
+            vec![
+                value.into(),
+                since.into(),
+                AuditAction::SignIn.as_str().into(),
+            ],
         ))
         .await?
         .map(|r| r.try_get::<i64>("", "failures"))

@@ -4,7 +4,7 @@
 
 use super::Db;
 use super::filter::{Conditions, QueryError, add_filter_conditions, filter_conditions};
-use crate::model::{EventFilter, EventPage, EventRow};
+use crate::model::{EventFilter, EventPage, EventRow, Status};
 use crate::url::urlencode;
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, QueryResult, Statement};
@@ -151,7 +151,7 @@ pub async fn failed_ids(
     limit: usize,
 ) -> Result<Vec<i64>, QueryError> {
     let c = filter_conditions(&EventFilter {
-        status: Some("failed".into()),
+        status: Some(Status::Failed.as_str().into()),
         ..filter.clone()
     })?;
     let sql = format!(

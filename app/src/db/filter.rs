@@ -1,7 +1,7 @@
 //! The `/events` filter as SQL: validated values (a bad one is a 400 naming the field) and
 //! `WHERE` conditions with numbered placeholders, for PostgreSQL and SQLite alike.
 
-use crate::model::EventFilter;
+use crate::model::{EventFilter, OutcomeKind, Status};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use sea_orm::{DbErr, Value};
 
@@ -107,17 +107,6 @@ pub(crate) fn start_of(day: NaiveDate) -> DateTime<Utc> {
         .unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
-const STATUSES: &[&str] = &["processed", "skipped", "failed"];
-const OUTCOMES: &[&str] = &[
-    "applied",
-    "stale",
-    "accepted",
-    "duplicate",
-    "reused_event_id",
-    "reused_revision",
-    "invalid",
-];
-
 pub(crate) fn filter_conditions(filter: &EventFilter) -> Result<Conditions, QueryError> {
     let mut c = Conditions::new();
     add_filter_conditions(&mut c, filter)?;
@@ -135,22 +124,22 @@ pub(crate) fn add_filter_conditions(
             .map(str::to_string)
     };
     if let Some(status) = given(&filter.status) {
-        if !STATUSES.contains(&status.as_str()) {
+        let Some(status) = Status::parse(&status) else {
             return Err(QueryError::BadFilter(format!(
                 "status: {status:?} is not one of {}",
-                STATUSES.join(", ")
+                Status::spellings()
             )));
-        }
-        c.push("status = ?", status);
+        };
+        c.push("status = ?", status.as_str());
     }
     if let Some(outcome) = given(&filter.outcome) {
-        if !OUTCOMES.contains(&outcome.as_str()) {
+        let Some(outcome) = OutcomeKind::parse(&outcome) else {
             return Err(QueryError::BadFilter(format!(
                 "outcome: {outcome:?} is not one of {}",
-                OUTCOMES.join(", ")
+                OutcomeKind::spellings()
             )));
-        }
-        c.push("outcome = ?", outcome);
+        };
+        c.push("outcome = ?", outcome.as_str());
     }
     if let Some(source) = given(&filter.source) {
         c.push("source = ?", source);

@@ -6,20 +6,25 @@
 use super::Db;
 use super::events::list_events;
 use super::filter::{QueryError, start_of};
-use crate::model::{CountRow, EventFilter, Overview};
+use crate::model::{CountRow, EventFilter, Overview, Status};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
 
-fn add_status(row: &mut CountRow, status: &str, n: i64) {
+fn add_status(row: &mut CountRow, status: Status, n: i64) {
     match status {
-        "processed" => row.processed += n,
-        "skipped" => row.skipped += n,
-        _ => row.failed += n,
+        Status::Processed => row.processed += n,
+        Status::Skipped => row.skipped += n,
+        Status::Failed => row.failed += n,
     }
 }
 
+/// A stored status; one hookbox does not know is an error, never silently counted as another.
+fn status_of(text: &str) -> Result<Status, DbErr> {
+    Status::parse(text).ok_or_else(|| DbErr::Type(format!("unknown archive status {text:?}")))
+}
+
 /// Adds `n` deliveries of `status` to the row labelled `label`.
-fn add_count(rows: &mut Vec<CountRow>, label: &str, status: &str, n: i64) {
+fn add_count(rows: &mut Vec<CountRow>, label: &str, status: Status, n: i64) {
     match rows.iter_mut().find(|r| r.label == label) {
         Some(row) => add_status(row, status, n),
         None => {
@@ -136,11 +141,11 @@ pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, Db
     for row in &rolled {
         let day: String = row.try_get("", "day")?;
         let source: String = row.try_get("", "source")?;
-        let status: String = row.try_get("", "status")?;
+        let status = status_of(&row.try_get::<String>("", "status")?)?;
         let n: i64 = row.try_get("", "n")?;
-        add_count(&mut by_source_7d, &source, &status, n);
+        add_count(&mut by_source_7d, &source, status, n);
         if let Some(bar) = by_day.iter_mut().find(|bar| bar.label == day) {
-            add_status(bar, &status, n);
+            add_status(bar, status, n);
         }
     }
 
@@ -175,16 +180,16 @@ pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, Db
         .await?;
     for row in &live {
         let source: String = row.try_get("", "source")?;
-        let status: String = row.try_get("", "status")?;
+        let status = status_of(&row.try_get::<String>("", "status")?)?;
         let day: i32 = row.try_get("", "day")?;
         let last_24h: i32 = row.try_get("", "last_24h")?;
         let n: i64 = row.try_get("", "n")?;
         if last_24h == 1 {
-            add_count(&mut by_source_24h, &source, &status, n);
+            add_count(&mut by_source_24h, &source, status, n);
         }
         if let Some(bar) = usize::try_from(day).ok().and_then(|d| by_day.get_mut(d)) {
-            add_status(bar, &status, n);
-            add_count(&mut by_source_7d, &source, &status, n);
+            add_status(bar, status, n);
+            add_count(&mut by_source_7d, &source, status, n);
         }
     }
     by_source_24h.sort_by(|a, b| a.label.cmp(&b.label));
@@ -200,7 +205,7 @@ pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, Db
     let newest_failures = list_events(
         db,
         &EventFilter {
-            status: Some("failed".into()),
+            status: Some(Status::Failed.as_str().into()),
             ..Default::default()
         },
         None,

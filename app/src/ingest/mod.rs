@@ -8,6 +8,7 @@ mod sql;
 
 use crate::db::Db;
 use crate::envelope::{Envelope, Invalid, Mode};
+use crate::model::{OutcomeKind, Status};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
 use sql::Sql;
@@ -40,28 +41,27 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The archive's `status` column.
-    pub fn status(&self) -> &'static str {
+    /// The archive's `outcome` column.
+    pub fn kind(&self) -> OutcomeKind {
         match self {
-            Outcome::Applied { .. } | Outcome::Stale { .. } | Outcome::Accepted => "processed",
-            Outcome::Duplicate | Outcome::ReplayedBody { .. } => "skipped",
-            Outcome::ReusedEventId | Outcome::ReusedRevision { .. } | Outcome::Invalid { .. } => {
-                "failed"
-            }
+            Outcome::Applied { .. } => OutcomeKind::Applied,
+            Outcome::Stale { .. } => OutcomeKind::Stale,
+            Outcome::Accepted => OutcomeKind::Accepted,
+            Outcome::Duplicate | Outcome::ReplayedBody { .. } => OutcomeKind::Duplicate,
+            Outcome::ReusedEventId => OutcomeKind::ReusedEventId,
+            Outcome::ReusedRevision { .. } => OutcomeKind::ReusedRevision,
+            Outcome::Invalid { .. } => OutcomeKind::Invalid,
         }
     }
 
-    /// The archive's `outcome` column.
+    /// The archive's `status` column, from the one mapping (`OutcomeKind::status`).
+    pub fn status(&self) -> Status {
+        self.kind().status()
+    }
+
+    /// The outcome's name, as the archive, the answers and the metrics spell it.
     pub fn name(&self) -> &'static str {
-        match self {
-            Outcome::Applied { .. } => "applied",
-            Outcome::Stale { .. } => "stale",
-            Outcome::Accepted => "accepted",
-            Outcome::Duplicate | Outcome::ReplayedBody { .. } => "duplicate",
-            Outcome::ReusedEventId => "reused_event_id",
-            Outcome::ReusedRevision { .. } => "reused_revision",
-            Outcome::Invalid { .. } => "invalid",
-        }
+        self.kind().as_str()
     }
 
     /// The archive's `error_message` column.
@@ -311,7 +311,7 @@ pub async fn apply_in<C: ConnectionTrait>(
                             vec![source.into(), object_id.into()],
                         ))
                         .await?
-                        .map(|row| row.try_get_by_index::<i64>(0))
+                        .map(|row| row.try_get::<i64>("", "revision"))
                         .transpose()?
                         .unwrap_or(revision);
                     Outcome::Stale {
@@ -382,7 +382,7 @@ async fn classify_unclaimed<C: ConnectionTrait>(
     Ok(match existing {
         // Dedup sources promise nothing about content: the event id alone is the identity.
         Some(_) if mode == Mode::Dedup => Outcome::Duplicate,
-        Some(row) if row.try_get_by_index::<bool>(0)? => Outcome::Duplicate,
+        Some(row) if row.try_get::<bool>("", "same_content")? => Outcome::Duplicate,
         Some(_) => Outcome::ReusedEventId,
         None => {
             let holder = txn
@@ -396,7 +396,7 @@ async fn classify_unclaimed<C: ConnectionTrait>(
                     ],
                 ))
                 .await?
-                .map(|row| row.try_get_by_index::<String>(0))
+                .map(|row| row.try_get::<String>("", "event_id"))
                 .transpose()?;
             Outcome::ReusedRevision {
                 existing_event_id: holder,
@@ -429,7 +429,7 @@ async fn archive<C: ConnectionTrait>(
                 identity.object_id.into(),
                 identity.revision.into(),
                 identity.event_type.into(),
-                outcome.status().into(),
+                outcome.status().as_str().into(),
                 outcome.name().into(),
                 outcome.error_message().into(),
                 received.headers_json.into(),
@@ -441,7 +441,7 @@ async fn archive<C: ConnectionTrait>(
         ))
         .await?
         .ok_or_else(|| DbErr::RecordNotInserted)?;
-    row.try_get_by_index::<i64>(0)
+    row.try_get::<i64>("", "id")
 }
 
 fn statement<C: ConnectionTrait>(conn: &C, sql: &str, values: Vec<Value>) -> Statement {

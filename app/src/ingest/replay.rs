@@ -8,6 +8,7 @@ use crate::db::Db;
 use crate::db::audit::{AuditEntry, audit_on};
 use crate::db::events::StoredDelivery;
 use crate::envelope::parse_envelope;
+use crate::model::AuditAction;
 use sea_orm::{DatabaseTransaction, DbErr};
 
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +107,7 @@ async fn run(
         &txn,
         AuditEntry {
             actor: operator,
-            action: "replay",
+            action: AuditAction::Replay.as_str(),
             target: Some(&target),
             outcome: recorded.outcome.name(),
             detail: Some(&detail),
@@ -181,7 +182,7 @@ pub async fn replay_many(
         &txn,
         AuditEntry {
             actor: operator,
-            action: "bulk_replay",
+            action: AuditAction::BulkReplay.as_str(),
             target: Some(&count),
             outcome: "done",
             detail: Some(&detail),

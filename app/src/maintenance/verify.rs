@@ -273,7 +273,7 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
                 .query_all_raw(Statement::from_string(
                     DatabaseBackend::Postgres,
                     format!(
-                        "SELECT i.source, i.object_id, i.revision, s.revision {GREATEST_REVISIONS}
+                        "SELECT i.source, i.object_id, i.revision AS greatest, s.revision AS projected {GREATEST_REVISIONS}
                            AND (s.revision IS DISTINCT FROM i.revision OR s.snapshot IS DISTINCT FROM i.snapshot)
                          ORDER BY i.source, i.object_id"
                     ),
@@ -281,10 +281,10 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
                 .await?;
             for row in rows {
                 drifts.push(projection_drift(
-                    row.try_get_by_index(0)?,
-                    row.try_get_by_index(1)?,
-                    row.try_get_by_index(2)?,
-                    row.try_get_by_index(3)?,
+                    row.try_get("", "source")?,
+                    row.try_get("", "object_id")?,
+                    row.try_get("", "greatest")?,
+                    row.try_get("", "projected")?,
                 ));
             }
         }
@@ -296,16 +296,17 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
                 .query_all_raw(Statement::from_string(
                     backend,
                     format!(
-                        "SELECT i.source, i.object_id, i.revision, s.revision, i.snapshot_canonical, s.snapshot
+                        "SELECT i.source, i.object_id, i.revision AS greatest, s.revision AS projected,
+                                i.snapshot_canonical, s.snapshot AS projected_snapshot
                          {GREATEST_REVISIONS} ORDER BY i.source, i.object_id"
                     ),
                 ))
                 .await?;
             for row in rows {
-                let greatest: i64 = row.try_get_by_index(2)?;
-                let projected: Option<i64> = row.try_get_by_index(3)?;
-                let inbox_canonical: Option<String> = row.try_get_by_index(4)?;
-                let projected_snapshot: Option<String> = row.try_get_by_index(5)?;
+                let greatest: i64 = row.try_get("", "greatest")?;
+                let projected: Option<i64> = row.try_get("", "projected")?;
+                let inbox_canonical: Option<String> = row.try_get("", "snapshot_canonical")?;
+                let projected_snapshot: Option<String> = row.try_get("", "projected_snapshot")?;
                 let projected_canonical = projected_snapshot
                     .as_deref()
                     .and_then(|text| json::parse(text).ok())
@@ -315,8 +316,8 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
                     || projected_canonical != inbox_canonical
                 {
                     drifts.push(projection_drift(
-                        row.try_get_by_index(0)?,
-                        row.try_get_by_index(1)?,
+                        row.try_get("", "source")?,
+                        row.try_get("", "object_id")?,
                         greatest,
                         projected,
                     ));
@@ -337,9 +338,9 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
         .await?;
     for row in orphans {
         drifts.push(Drift::ProjectionWithoutInbox {
-            source: row.try_get_by_index(0)?,
-            object_id: row.try_get_by_index(1)?,
-            projected_revision: row.try_get_by_index(2)?,
+            source: row.try_get("", "source")?,
+            object_id: row.try_get("", "object_id")?,
+            projected_revision: row.try_get("", "revision")?,
         });
     }
     Ok(drifts)
@@ -382,8 +383,8 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
         .await?;
     for row in unarchived {
         drifts.push(Drift::ArchiveMissing {
-            source: row.try_get_by_index(0)?,
-            event_id: row.try_get_by_index(1)?,
+            source: row.try_get("", "source")?,
+            event_id: row.try_get("", "event_id")?,
         });
     }
     let revision_differs = match db.backend() {
@@ -395,7 +396,8 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
         .query_all_raw(Statement::from_string(
             db.backend(),
             format!(
-                "SELECT e.id, e.source, e.event_id, e.outcome, e.revision, i.event_id, i.revision
+                "SELECT e.id, e.source, e.event_id, e.outcome, e.revision AS archived_revision,
+                        i.event_id AS inbox_event, i.revision AS inbox_revision
                  FROM webhook_events e
                  LEFT JOIN webhook_inbox i ON i.source = e.source AND i.event_id = e.event_id
                  WHERE e.status = 'processed'
@@ -406,10 +408,10 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
         ))
         .await?;
     for row in contradicted {
-        let outcome: String = row.try_get_by_index(3)?;
-        let archived_revision: Option<i64> = row.try_get_by_index(4)?;
-        let inbox_event: Option<String> = row.try_get_by_index(5)?;
-        let inbox_revision: Option<i64> = row.try_get_by_index(6)?;
+        let outcome: String = row.try_get("", "outcome")?;
+        let archived_revision: Option<i64> = row.try_get("", "archived_revision")?;
+        let inbox_event: Option<String> = row.try_get("", "inbox_event")?;
+        let inbox_revision: Option<i64> = row.try_get("", "inbox_revision")?;
         let problem = match inbox_event {
             None => format!("claims {outcome} but the inbox has no row of this event"),
             Some(_) => format!(
@@ -419,9 +421,9 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
             ),
         };
         drifts.push(Drift::ArchiveContradicts {
-            archive_id: row.try_get_by_index(0)?,
-            source: row.try_get_by_index(1)?,
-            event_id: row.try_get_by_index(2)?,
+            archive_id: row.try_get("", "id")?,
+            source: row.try_get("", "source")?,
+            event_id: row.try_get("", "event_id")?,
             outcome,
             problem,
         });

@@ -2,7 +2,7 @@
 
 use crate::components::{ErrorNote, LocalTime, TopBar};
 use crate::error::DashboardError;
-use crate::model::AuditRow;
+use crate::model::{AuditAction, AuditRow};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -39,7 +39,7 @@ pub fn AuditPage() -> impl IntoView {
                 <label>"Action"
                     <select name="action">
                         <option value="">"any"</option>
-                        {["sign_in", "replay", "bulk_replay"].map(|a| view! { <option value=a selected=selected(a)>{a}</option> }).collect_view()}
+                        {AuditAction::ALL.iter().map(|a| a.as_str()).map(|a| view! { <option value=a selected=selected(a)>{a}</option> }).collect_view()}
                     </select>
                 </label>
                 <label>"Who" <input name="actor" type="text" prop:value=move || query.read().get("actor").unwrap_or_default()/></label>

@@ -3,7 +3,7 @@
 
 use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
-use crate::model::{BulkReplayResult, EventFilter, EventPage, Me, Role};
+use crate::model::{BulkReplayResult, EventFilter, EventPage, Me, OutcomeKind, Role, Status};
 use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -210,13 +210,13 @@ pub fn EventsPage() -> impl IntoView {
                 <label>"Status"
                     <select name="status" prop:value=value("status")>
                         <option value="">"any"</option>
-                        {["processed", "skipped", "failed"].map(|s| view! { <option value=s selected=selected("status", s)>{s}</option> }).collect_view()}
+                        {Status::ALL.iter().map(|s| s.as_str()).map(|s| view! { <option value=s selected=selected("status", s)>{s}</option> }).collect_view()}
                     </select>
                 </label>
                 <label>"Outcome"
                     <select name="outcome" prop:value=value("outcome")>
                         <option value="">"any"</option>
-                        {["applied", "stale", "accepted", "duplicate", "reused_event_id", "reused_revision", "invalid"]
+                        {OutcomeKind::ALL.iter().map(|o| o.as_str())
                             .map(|s| view! { <option value=s selected=selected("outcome", s)>{s}</option> }).collect_view()}
                     </select>
                 </label>
