@@ -85,3 +85,28 @@ pub fn ErrorNote(error: DashboardError) -> impl IntoView {
         </div>
     }
 }
+
+/// A server resource on a page: "Loading…" until its first answer, a failure as an
+/// [`ErrorNote`], the loaded value through `show`. A refetch keeps the shown value until the
+/// new one arrives (a transition), so live updates and refreshes never flash.
+#[component]
+pub fn Loaded<T, F, V>(resource: Resource<Result<T, DashboardError>>, show: F) -> impl IntoView
+where
+    T: Clone + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + 'static,
+    F: Fn(T) -> V + Clone + Send + Sync + 'static,
+    V: IntoView + 'static,
+{
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || {
+                let show = show.clone();
+                Suspend::new(async move {
+                    match resource.await {
+                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
+                        Ok(value) => show(value).into_any(),
+                    }
+                })
+            }}
+        </Transition>
+    }
+}

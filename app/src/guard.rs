@@ -14,6 +14,11 @@ use leptos::prelude::*;
 use leptos_axum::ResponseOptions;
 use std::sync::Arc;
 
+/// The session the server looked up for this request (`None`: none, or it ended), put in the
+/// request's extensions so a page render and its server functions look it up once.
+#[derive(Clone, Debug)]
+pub struct SignedIn(pub Option<User>);
+
 /// The client address of the request (see `HOOKBOX_TRUSTED_PROXIES`), put in the request's
 /// extensions by the server.
 #[derive(Clone, Debug)]
@@ -64,6 +69,11 @@ pub fn session_token() -> Option<String> {
 }
 
 pub async fn current_user() -> Result<Option<User>, DashboardError> {
+    if let Some(SignedIn(user)) =
+        request_parts().and_then(|p| p.extensions.get::<SignedIn>().cloned())
+    {
+        return Ok(user);
+    }
     let Some(token) = session_token() else {
         return Ok(None);
     };

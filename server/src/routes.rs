@@ -3,7 +3,7 @@
 use crate::request_id::{RandomRequestId, RequestId, drop_unfit_request_id};
 use crate::{AppState, hooks, metrics};
 use app::auth;
-use app::guard::ClientAddress;
+use app::guard::{ClientAddress, SignedIn};
 use app::{App, shell};
 use axum::Router;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Query, Request, State};
@@ -200,22 +200,32 @@ async fn guard_dashboard(
     {
         return (StatusCode::FORBIDDEN, "cross-site request refused").into_response();
     }
+    // The session is looked up once per request, here, and handed to the page's render and its
+    // server functions (`guard::current_user`); assets and the sign-in call need none.
+    let asset = path.starts_with("/pkg/") || path == "/favicon.svg" || path == "/favicon.ico";
+    let user = match auth::session_token_of(request.headers()) {
+        Some(token) if !asset && path != "/api/login" => {
+            auth::session_user(&state.db, &token).await
+        }
+        _ => Ok(None),
+    };
+    if let Ok(user) = &user
+        && !asset
+    {
+        request.extensions_mut().insert(SignedIn(user.clone()));
+    }
+    // A failed lookup on a server-function call is left to the function, which answers it in
+    // its own (JSON) error.
     if path.starts_with("/api/") || is_public(&path) {
         return next.run(request).await;
     }
-    let token = auth::session_token_of(request.headers());
-    let signed_in = match token {
-        Some(token) => match auth::session_user(&state.db, &token).await {
-            Ok(user) => user.is_some(),
-            Err(e) => {
-                tracing::error!(error = %e, "session lookup failed");
-                return unavailable(&RequestId::of(request.headers()));
-            }
-        },
-        None => false,
-    };
-    if signed_in {
-        return next.run(request).await;
+    match user {
+        Ok(Some(_)) => return next.run(request).await,
+        Ok(None) => {}
+        Err(e) => {
+            tracing::error!(error = %e, "session lookup failed");
+            return unavailable(&RequestId::of(request.headers()));
+        }
     }
     let wanted = request
         .uri()

@@ -1,6 +1,6 @@
 //! `/audit`: sign-ins, failed sign-ins and replays: who, when, what, with what outcome.
 
-use crate::components::{ErrorNote, LocalTime, TopBar};
+use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
 use crate::model::{AuditAction, AuditRow};
 use leptos::prelude::*;
@@ -45,12 +45,18 @@ pub fn AuditPage() -> impl IntoView {
                 <label>"Who" <input name="actor" type="text" prop:value=move || query.read().get("actor").unwrap_or_default()/></label>
                 <button type="submit">"Apply"</button>
             </form>
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match entries.await {
-                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
-                        Ok(rows) if rows.is_empty() => view! { <p class="muted">"Nothing recorded yet."</p> }.into_any(),
-                        Ok(rows) => view! {
+            <Loaded resource=entries show=|rows| view! { <AuditTable rows/> }/>
+        </main>
+    }
+}
+
+#[component]
+fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="muted">"Nothing recorded yet."</p> }.into_any();
+    }
+    view! {
+
                             <table class="data" data-testid="audit-table">
                                 <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Action"</th><th scope="col">"Target"</th><th scope="col">"Outcome"</th><th scope="col">"Detail"</th></tr></thead>
                                 <tbody>
@@ -69,10 +75,6 @@ pub fn AuditPage() -> impl IntoView {
                                     }).collect_view()}
                                 </tbody>
                             </table>
-                        }.into_any(),
-                    }
-                })}
-            </Suspense>
-        </main>
     }
+    .into_any()
 }

@@ -1,7 +1,7 @@
 //! `/events/{id}`: one delivery in full, the other deliveries of the same event, its object, and
 //! (operators) a guarded replay: a dry run first, then confirmation.
 
-use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar};
+use crate::components::{ErrorNote, Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{EventDetail, ReplayResult};
 use crate::url::urlencode;
@@ -115,29 +115,40 @@ pub fn EventPage() -> impl IntoView {
             .get("id")
             .and_then(|id| id.parse::<i64>().ok())
     };
-    let detail = Resource::new(id, |id| async move {
-        match id {
-            Some(id) => get_event(id).await,
-            None => Err(DashboardError::NotFound("not a delivery id".into())),
-        }
+    // The page owns the replay, so a confirmed one refreshes what it changed (this event's
+    // deliveries) and its result survives the refresh.
+    let replay = Action::new(|(id, confirm): &(i64, bool)| {
+        let (id, confirm) = (*id, *confirm);
+        async move { replay_event(id, confirm).await.map(|r| (confirm, r)) }
     });
+    let replayed = Memo::new(move |_| {
+        replay.value().with(|v| match v {
+            Some(Ok((true, r))) => r.archive_id,
+            _ => None,
+        })
+    });
+    let detail = Resource::new(
+        move || (id(), replayed.get()),
+        |(id, _)| async move {
+            match id {
+                Some(id) => get_event(id).await,
+                None => Err(DashboardError::NotFound("not a delivery id".into())),
+            }
+        },
+    );
     view! {
         <TopBar/>
         <main>
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match detail.await {
-                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
-                        Ok(d) => view! { <EventBody d/> }.into_any(),
-                    }
-                })}
-            </Suspense>
+            <Loaded resource=detail show=move |d| view! { <EventBody d replay/> }/>
         </main>
     }
 }
 
+/// A replay of a delivery: (id, confirmed?) → the result and whether it was confirmed.
+type Replay = Action<(i64, bool), Result<(bool, ReplayResult), DashboardError>>;
+
 #[component]
-fn EventBody(d: EventDetail) -> impl IntoView {
+fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
     let e = d.event.clone();
     let object_link = e
         .object_id
@@ -179,7 +190,7 @@ fn EventBody(d: EventDetail) -> impl IntoView {
                 })}
             </dl>
         </section>
-        {d.can_replay.then(|| view! { <ReplayPanel id=e.id/> })}
+        {d.can_replay.then(|| view! { <ReplayPanel id=e.id run=replay/> })}
         <section class="panel">
             <h2>"Body " <span class="muted">{if d.body_is_json { "(JSON)" } else { "(raw)" }}</span></h2>
             <button type="button" class="small" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
@@ -210,22 +221,18 @@ fn EventBody(d: EventDetail) -> impl IntoView {
 }
 
 #[component]
-fn ReplayPanel(id: i64) -> impl IntoView {
-    let run = Action::new(move |confirm: &bool| {
-        let confirm = *confirm;
-        async move { replay_event(id, confirm).await.map(|r| (confirm, r)) }
-    });
+fn ReplayPanel(id: i64, run: Replay) -> impl IntoView {
     view! {
         <section class="panel" aria-labelledby="replay-title">
             <h2 id="replay-title">"Replay"</h2>
             <p class="muted">"A replay runs this delivery through ingest again as a new archive row. A dry run shows what it would be and writes nothing."</p>
-            <button type="button" data-testid="dry-run" on:click=move |_| { run.dispatch(false); }>"Dry run"</button>
+            <button type="button" data-testid="dry-run" on:click=move |_| { run.dispatch((id, false)); }>"Dry run"</button>
             {move || run.value().get().map(|result| match result {
                 Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                 Ok((false, r)) => view! {
                     <p role="status" data-testid="dry-run-result">"Would be: " <strong>{r.outcome.clone()}</strong>
                         {r.message.clone().map(|m| format!(" ({m})"))}</p>
-                    <button type="button" class="danger" data-testid="confirm-replay" on:click=move |_| { run.dispatch(true); }>"Replay now"</button>
+                    <button type="button" class="danger" data-testid="confirm-replay" on:click=move |_| { run.dispatch((id, true)); }>"Replay now"</button>
                 }.into_any(),
                 Ok((true, r)) => view! {
                     <p role="status" class="ok" data-testid="replay-result">"Replayed: " <strong>{r.outcome.clone()}</strong> " "

@@ -1,7 +1,7 @@
 //! `/events`: the archive, newest first, filtered through the URL, 50 rows a page by cursor, new
 //! deliveries appearing while "live" is on. Operators can bulk-replay the failed ones matching.
 
-use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar};
+use crate::components::{ErrorNote, Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{BulkReplayResult, EventFilter, EventPage, Me, OutcomeKind, Role, Status};
 use crate::url::urlencode;
@@ -13,24 +13,13 @@ pub const BULK_REPLAY_LIMIT: usize = 500;
 
 #[server(endpoint = "events")]
 pub async fn list_events(
-    status: Option<String>,
-    outcome: Option<String>,
-    source: Option<String>,
-    from: Option<String>,
-    to: Option<String>,
-    q: Option<String>,
+    /// On the wire as the page's query: `status=…&source=…`.
+    #[server(flatten)]
+    filter: EventFilter,
     cursor: Option<String>,
 ) -> Result<EventPage, DashboardError> {
     use crate::guard;
     guard::require(Role::Viewer).await?;
-    let filter = EventFilter {
-        status,
-        outcome,
-        source,
-        from,
-        to,
-        q,
-    };
     crate::db::events::list_events(&guard::db()?, &filter, cursor.as_deref())
         .await
         .map_err(guard::query_failed)
@@ -40,25 +29,17 @@ pub async fn list_events(
 /// confirmation (`replay N`), replays them.
 #[server(endpoint = "bulk_replay")]
 pub async fn bulk_replay(
-    status: Option<String>,
-    outcome: Option<String>,
-    source: Option<String>,
-    from: Option<String>,
-    to: Option<String>,
-    q: Option<String>,
+    /// On the wire as the page's query; its status is ignored: bulk replay takes the failed.
+    #[server(flatten)]
+    filter: EventFilter,
     confirmation: Option<String>,
 ) -> Result<BulkReplayResult, DashboardError> {
     use crate::guard;
     use crate::ingest::replay::{ReplayError, replay_many};
     let user = guard::require(Role::Operator).await?;
-    let _ = status; // bulk replay always takes the failed deliveries
     let filter = EventFilter {
         status: None,
-        outcome,
-        source,
-        from,
-        to,
-        q,
+        ..filter
     };
     let db = guard::db()?;
     let config = guard::config()?;
@@ -171,7 +152,7 @@ pub fn EventsPage() -> impl IntoView {
     }
     let page = Resource::new(
         move || (filter.get(), tick.get()),
-        |((f, cursor), _)| list_events(f.status, f.outcome, f.source, f.from, f.to, f.q, cursor),
+        |((f, cursor), _)| list_events(f, cursor),
     );
     let me = Resource::new(|| (), |_| crate::session::current_user());
     // The filter the list shows, for the bulk-replay panel.
@@ -233,14 +214,7 @@ pub fn EventsPage() -> impl IntoView {
                     " Live: show new deliveries as they arrive"
                 </label>
             </p>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match page.await {
-                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
-                        Ok(page) => view! { <EventTable page query=query.get_untracked()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded resource=page show=move |page| view! { <EventTable page query=query.get_untracked()/> }/>
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     let operator = matches!(me.await, Ok(Some(Me { role: Role::Operator, .. })));
@@ -317,16 +291,7 @@ fn BulkReplayPanel(filter: Memo<EventFilter>) -> impl IntoView {
     let run = Action::new(move |(f, confirm): &(EventFilter, Option<String>)| {
         let (f, confirm) = (f.clone(), confirm.clone());
         async move {
-            let result = bulk_replay(
-                f.status.clone(),
-                f.outcome.clone(),
-                f.source.clone(),
-                f.from.clone(),
-                f.to.clone(),
-                f.q.clone(),
-                confirm,
-            )
-            .await;
+            let result = bulk_replay(f.clone(), confirm).await;
             (f, result)
         }
     });

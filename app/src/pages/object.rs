@@ -1,7 +1,7 @@
 //! `/objects/{source}/{object_id}`: the current revision and snapshot, and every accepted revision
 //! (current and stale ones marked) with the field-level changes from the one before.
 
-use crate::components::{ErrorNote, LocalTime, TopBar};
+use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
 use crate::model::ObjectHistory;
 use leptos::prelude::*;
@@ -33,14 +33,7 @@ pub fn ObjectPage() -> impl IntoView {
     view! {
         <TopBar/>
         <main>
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match history.await {
-                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
-                        Ok(h) => view! { <ObjectBody h/> }.into_any(),
-                    }
-                })}
-            </Suspense>
+            <Loaded resource=history show=|h| view! { <ObjectBody h/> }/>
         </main>
     }
 }

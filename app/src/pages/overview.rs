@@ -2,7 +2,7 @@
 //! calendar days, UTC, today included), a chart of those days, the newest failures, the last
 //! invariant check, and the search box.
 
-use crate::components::{ErrorNote, LocalTime, StatusBadge, TopBar};
+use crate::components::{Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{CountRow, Overview, VerifyRun};
 use leptos::prelude::*;
@@ -105,14 +105,7 @@ pub fn OverviewPage() -> impl IntoView {
                 <input id="search-q" name="q" type="search" placeholder="order id or event id" required/>
                 <button type="submit">"Go"</button>
             </form>
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
-                        Ok(o) => view! { <OverviewBody o/> }.into_any(),
-                    }
-                })}
-            </Suspense>
+            <Loaded resource=data show=|o| view! { <OverviewBody o/> }/>
         </main>
     }
 }

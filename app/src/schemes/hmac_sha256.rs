@@ -63,35 +63,7 @@ mod tests {
 
     const KNOWN_HEX: &str = "ce7c8ae9028c255f3569f6bc3149d2ee7025705423b340b062ceba8081df3f7f";
 
-    #[test]
-    fn round_trips() {
-        round_trip(SCHEME);
-    }
-
-    #[test]
-    fn tampered_body() {
-        tampered_body_fails(SCHEME);
-    }
-
-    #[test]
-    fn rotation() {
-        rotation_second_key_matches(SCHEME);
-    }
-
-    #[test]
-    fn skew() {
-        clock_skew(SCHEME);
-    }
-
-    #[test]
-    fn hostile_headers() {
-        hostile_headers_fail(SCHEME, &NAMES);
-    }
-
-    #[test]
-    fn fuzz() {
-        fuzz_headers(SCHEME, &NAMES);
-    }
+    scheme_tests!(SCHEME, &NAMES);
 
     #[test]
     fn several_v1_and_unknown_versions() {

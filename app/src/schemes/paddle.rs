@@ -60,35 +60,7 @@ mod tests {
         assert!(run_vectors(SCHEME, path, PADDLE_SDK_TOLERANCE) > 0);
     }
 
-    #[test]
-    fn round_trips() {
-        round_trip(SCHEME);
-    }
-
-    #[test]
-    fn tampered_body() {
-        tampered_body_fails(SCHEME);
-    }
-
-    #[test]
-    fn rotation() {
-        rotation_second_key_matches(SCHEME);
-    }
-
-    #[test]
-    fn skew() {
-        clock_skew(SCHEME);
-    }
-
-    #[test]
-    fn hostile_headers() {
-        hostile_headers_fail(SCHEME, &NAMES);
-    }
-
-    #[test]
-    fn fuzz() {
-        fuzz_headers(SCHEME, &NAMES);
-    }
+    scheme_tests!(SCHEME, &NAMES);
 
     #[test]
     fn sign_reproduces_the_node_sdk_example() {

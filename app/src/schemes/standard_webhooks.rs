@@ -165,35 +165,7 @@ mod tests {
         assert!(run_vectors(SCHEME, path, 300) > 0);
     }
 
-    #[test]
-    fn round_trips() {
-        round_trip(SCHEME);
-    }
-
-    #[test]
-    fn tampered_body() {
-        tampered_body_fails(SCHEME);
-    }
-
-    #[test]
-    fn rotation() {
-        rotation_second_key_matches(SCHEME);
-    }
-
-    #[test]
-    fn skew() {
-        clock_skew(SCHEME);
-    }
-
-    #[test]
-    fn hostile_headers() {
-        hostile_headers_fail(SCHEME, &NAMES);
-    }
-
-    #[test]
-    fn fuzz() {
-        fuzz_headers(SCHEME, &NAMES);
-    }
+    scheme_tests!(SCHEME, &NAMES);
 
     #[test]
     fn svix_header_names_verify() {

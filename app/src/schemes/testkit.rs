@@ -363,3 +363,40 @@ pub fn fuzz_headers(scheme: Scheme, names: &[&'static str]) {
         );
     }
 }
+
+/// The tests every scheme has, in a scheme's `mod tests`: `scheme_tests!(SCHEME, &NAMES);`,
+/// `NAMES` being the headers that carry its signature (and its id and timestamp, if signed).
+macro_rules! scheme_tests {
+    ($scheme:expr, $names:expr) => {
+        #[test]
+        fn a_signed_body_round_trips() {
+            $crate::schemes::testkit::round_trip($scheme);
+        }
+
+        #[test]
+        fn a_changed_body_is_refused() {
+            $crate::schemes::testkit::tampered_body_fails($scheme);
+        }
+
+        #[test]
+        fn the_signing_key_matches_in_any_position_of_a_rotation() {
+            $crate::schemes::testkit::rotation_second_key_matches($scheme);
+        }
+
+        #[test]
+        fn clock_skew_is_refused_when_the_scheme_signs_a_timestamp() {
+            $crate::schemes::testkit::clock_skew($scheme);
+        }
+
+        #[test]
+        fn hostile_headers_are_refused_without_a_panic() {
+            $crate::schemes::testkit::hostile_headers_fail($scheme, $names);
+        }
+
+        #[test]
+        fn random_headers_never_pass() {
+            $crate::schemes::testkit::fuzz_headers($scheme, $names);
+        }
+    };
+}
+pub(crate) use scheme_tests;
