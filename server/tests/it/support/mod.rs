@@ -1,17 +1,41 @@
 //! Test harness: a fresh database per test (PostgreSQL from the cluster `.ci/test` starts, or a
 //! SQLite file in a temporary folder) and the real server on a random port.
+//!
+//! A PostgreSQL test database is a copy of a template migrated once per cluster
+//! ([`migrated_template`]), so no test waits for every migration to run.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use app::config::Config;
 use app::db::Db;
 use app::schemes::Scheme;
 use migration::{Migrator, MigratorTrait};
+use sea_orm::sqlx::{self, Connection, PgConnection};
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, Value};
 use serde_json::Value as Json;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
+
+/// `both_backends!(name);` over `async fn name(backend: Backend)` makes it two tests,
+/// `name::postgres` and `name::sqlite`, so a failure names the backend it happened on.
+macro_rules! both_backends {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test]
+            async fn postgres() {
+                super::$name($crate::support::Backend::Postgres).await;
+            }
+
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name($crate::support::Backend::Sqlite).await;
+            }
+        }
+    };
+}
+pub(crate) use both_backends;
 
 pub const SHOP_SECRET: &str = "shop-secret-current";
 pub const SHOP_SECRET_OLD: &str = "shop-secret-previous";
@@ -55,8 +79,6 @@ pub enum Backend {
     Sqlite,
 }
 
-pub const BOTH: [Backend; 2] = [Backend::Postgres, Backend::Sqlite];
-
 pub fn test_config() -> Config {
     let env = |name: &str| match name {
         "SHOP_SECRET" => Some(SHOP_SECRET.to_string()),
@@ -81,33 +103,203 @@ pub struct TestDb {
     _dir: Option<tempfile::TempDir>,
 }
 
-/// A new, migrated PostgreSQL database in the given cluster.
+/// A new, migrated PostgreSQL database in the given cluster: a copy of its template.
 pub async fn fresh_postgres(cluster: &str) -> (Db, String) {
-    let admin = Db::connect(cluster)
-        .await
-        .expect("connect to the test cluster");
-    let name = format!("t_{:016x}", rand::random::<u64>());
-    admin
-        .conn
-        .execute_unprepared(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create database");
-    admin.conn.close().await.ok();
-    let url = match cluster.rfind('/') {
-        Some(i) => format!("{}/{name}", &cluster[..i]),
-        None => panic!("cluster URL {cluster} has no database part"),
-    };
+    let mut admin = admin_connection(cluster).await;
+    let template = migrated_template(&mut admin, cluster).await;
+    let name = new_database_name();
+    // Nothing connects to the template (it allows no connections), but a copy fails while
+    // anything does, so a moment's overlap is waited out rather than failing the test.
+    let mut attempts = 0;
+    while let Err(err) = execute(
+        &mut admin,
+        &format!("CREATE DATABASE {name} TEMPLATE {template}"),
+    )
+    .await
+    {
+        attempts += 1;
+        assert!(
+            in_use(&err) && attempts < 100,
+            "copy the template {template}: {err}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    admin.close().await.ok();
+    let url = database_url(cluster, &name);
     let db = Db::connect(&url)
         .await
         .expect("connect to the fresh database");
-    Migrator::up(&db.writer, None).await.expect("migrate");
     (db, url)
 }
 
+/// A new PostgreSQL database without any table, for the tests of the migrations themselves.
+pub async fn empty_postgres(cluster: &str) -> (Db, String) {
+    let mut admin = admin_connection(cluster).await;
+    let name = new_database_name();
+    execute(&mut admin, &format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create database");
+    admin.close().await.ok();
+    let url = database_url(cluster, &name);
+    let db = Db::connect(&url)
+        .await
+        .expect("connect to the fresh database");
+    (db, url)
+}
+
+/// Serialises building a template among the test processes nextest runs at once.
+const TEMPLATE_LOCK: i64 = 0x0068_6f6f_6b62_6f78; // "hookbox"
+
+/// The template database of the current migrations in `cluster`, built by the first test that
+/// needs it: its name carries a digest of the migrations, so a changed migration gets a new one.
+///
+/// The first test takes an advisory lock (`pg_advisory_lock`, held by its session), and builds the
+/// template under a temporary name; the others wait for the lock and find it built. It is
+/// renamed into place only once migrated, and no session may connect to it afterwards.
+async fn migrated_template(admin: &mut PgConnection, cluster: &str) -> String {
+    let name = template_name();
+    if database_exists(admin, &name).await {
+        return name;
+    }
+    execute(admin, &format!("SELECT pg_advisory_lock({TEMPLATE_LOCK})"))
+        .await
+        .expect("lock the template");
+    if !database_exists(admin, &name).await {
+        let building = format!("{name}_building");
+        // What a test process killed while building left behind.
+        execute(
+            admin,
+            &format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)"),
+        )
+        .await
+        .expect("drop an unfinished template");
+        execute(admin, &format!("CREATE DATABASE {building}"))
+            .await
+            .expect("create the template");
+        let db = Db::connect(&database_url(cluster, &building))
+            .await
+            .expect("connect to the template");
+        Migrator::up(&db.writer, None)
+            .await
+            .expect("migrate the template");
+        db.writer.close().await.ok();
+        db.conn.close().await.ok();
+        execute(
+            admin,
+            &format!("ALTER DATABASE {building} WITH ALLOW_CONNECTIONS false"),
+        )
+        .await
+        .expect("close the template to connections");
+        // The pools' sessions may take a moment to end; a rename waits for none.
+        let mut attempts = 0;
+        while let Err(err) = execute(
+            admin,
+            &format!("ALTER DATABASE {building} RENAME TO {name}"),
+        )
+        .await
+        {
+            attempts += 1;
+            assert!(in_use(&err) && attempts < 100, "rename the template: {err}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    execute(
+        admin,
+        &format!("SELECT pg_advisory_unlock({TEMPLATE_LOCK})"),
+    )
+    .await
+    .expect("unlock the template");
+    name
+}
+
+/// `hookbox_template_` and a digest of the migrations' names and of the migration crate's
+/// sources, so a migration edited in place also gets a template of its own.
+fn template_name() -> String {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    for migration in Migrator::migrations() {
+        digest.update(migration.name().as_bytes());
+        digest.update([0]);
+    }
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migration/src");
+    let mut files: Vec<_> = std::fs::read_dir(&sources)
+        .expect("the migration sources")
+        .map(|entry| entry.expect("a migration source").path())
+        .collect();
+    files.sort();
+    for file in files {
+        digest.update(file.file_name().unwrap_or_default().as_encoded_bytes());
+        digest.update(std::fs::read(&file).expect("read a migration source"));
+    }
+    format!("hookbox_template_{}", &hex::encode(digest.finalize())[..16])
+}
+
+async fn admin_connection(cluster: &str) -> PgConnection {
+    PgConnection::connect(cluster)
+        .await
+        .expect("connect to the test cluster")
+}
+
+async fn execute(admin: &mut PgConnection, sql: &str) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&mut *admin)
+        .await
+        .map(|_| ())
+}
+
+async fn database_exists(admin: &mut PgConnection, name: &str) -> bool {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(name)
+        .fetch_one(&mut *admin)
+        .await
+        .expect("look the database up")
+}
+
+/// "database … is being accessed by other users" (SQLSTATE 55006, object_in_use).
+fn in_use(err: &sqlx::Error) -> bool {
+    err.as_database_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| code == "55006")
+}
+
+fn new_database_name() -> String {
+    format!("t_{:016x}", rand::random::<u64>())
+}
+
+/// The URL of database `name` in the cluster of `cluster`.
+fn database_url(cluster: &str, name: &str) -> String {
+    match cluster.rfind('/') {
+        Some(i) => format!("{}/{name}", &cluster[..i]),
+        None => panic!("cluster URL {cluster} has no database part"),
+    }
+}
+
+/// A database for one test, migrated.
 pub async fn test_db(backend: Backend) -> TestDb {
     match backend {
         Backend::Postgres => {
             let (db, url) = fresh_postgres(&cluster_url()).await;
+            TestDb {
+                db,
+                url,
+                _dir: None,
+            }
+        }
+        Backend::Sqlite => {
+            let test_db = empty_db(Backend::Sqlite).await;
+            Migrator::up(&test_db.db.writer, None)
+                .await
+                .expect("migrate");
+            test_db
+        }
+    }
+}
+
+/// A database for one test, without any table.
+pub async fn empty_db(backend: Backend) -> TestDb {
+    match backend {
+        Backend::Postgres => {
+            let (db, url) = empty_postgres(&cluster_url()).await;
             TestDb {
                 db,
                 url,
@@ -121,7 +313,6 @@ pub async fn test_db(backend: Backend) -> TestDb {
                 dir.path().join("hookbox.db").display()
             );
             let db = Db::connect(&url).await.expect("open SQLite");
-            Migrator::up(&db.writer, None).await.expect("migrate");
             TestDb {
                 db,
                 url,

@@ -2,13 +2,11 @@
 //! throttle keys on the real client behind a trusted proxy, the audit log is kept bounded, and
 //! the dashboard cannot starve deliveries of database connections.
 
-mod support;
-
+use crate::support::*;
 use app::auth;
 use app::model::Role;
 use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
 use std::time::{Duration, Instant};
-use support::*;
 
 const PASSWORD: &str = "a long enough password";
 
@@ -152,28 +150,26 @@ async fn parallel_wrong_passwords_never_check_more_than_the_throttle_allows() {
     assert_eq!(attempt(&app, "olga", PASSWORD, None).await.0, 429);
 }
 
-#[tokio::test]
-async fn a_user_name_that_cannot_exist_is_refused_without_touching_the_audit_log() {
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        for name in [
-            "x".repeat(5_000),
-            "olga; DROP TABLE users".into(),
-            "名前".into(),
-            String::new(),
-        ] {
-            let (status, _) = attempt(&app, &name, "wrong password", None).await;
-            assert_eq!(status, 401, "{backend:?} {:.20}", name);
-        }
-        let (status, _) = attempt(&app, "olga", &"p".repeat(100_000), None).await;
-        assert_eq!(status, 401, "{backend:?}: an absurd password");
-
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM audit_log").await,
-            0,
-            "{backend:?}: nothing recorded"
-        );
+both_backends!(a_user_name_that_cannot_exist_is_refused_without_touching_the_audit_log);
+async fn a_user_name_that_cannot_exist_is_refused_without_touching_the_audit_log(backend: Backend) {
+    let app = spawn_app(backend).await;
+    for name in [
+        "x".repeat(5_000),
+        "olga; DROP TABLE users".into(),
+        "名前".into(),
+        String::new(),
+    ] {
+        let (status, _) = attempt(&app, &name, "wrong password", None).await;
+        assert_eq!(status, 401, "{backend:?} {:.20}", name);
     }
+    let (status, _) = attempt(&app, "olga", &"p".repeat(100_000), None).await;
+    assert_eq!(status, 401, "{backend:?}: an absurd password");
+
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM audit_log").await,
+        0,
+        "{backend:?}: nothing recorded"
+    );
 }
 
 #[tokio::test]
@@ -237,47 +233,45 @@ async fn a_peer_that_is_not_a_trusted_proxy_cannot_choose_its_address() {
     );
 }
 
-#[tokio::test]
-async fn audit_rows_older_than_the_audit_retention_are_purged() {
-    for backend in BOTH {
-        let db = test_db(backend).await;
-        let at = |days: i64| chrono::Utc::now() - chrono::Duration::days(days);
-        for (actor, days) in [("old", 400), ("older", 800), ("recent", 10)] {
-            auth::audit_on(
-                &db.db.conn,
-                auth::AuditEntry {
-                    actor,
-                    action: "sign_in",
-                    target: None,
-                    outcome: "failed",
-                    detail: None,
-                    address: Some("127.0.0.1"),
-                },
-            )
+both_backends!(audit_rows_older_than_the_audit_retention_are_purged);
+async fn audit_rows_older_than_the_audit_retention_are_purged(backend: Backend) {
+    let db = test_db(backend).await;
+    let at = |days: i64| chrono::Utc::now() - chrono::Duration::days(days);
+    for (actor, days) in [("old", 400), ("older", 800), ("recent", 10)] {
+        auth::audit_on(
+            &db.db.conn,
+            auth::AuditEntry {
+                actor,
+                action: "sign_in",
+                target: None,
+                outcome: "failed",
+                detail: None,
+                address: Some("127.0.0.1"),
+            },
+        )
+        .await
+        .expect("audit");
+        db.db
+            .conn
+            .execute_raw(Statement::from_sql_and_values(
+                db.db.backend(),
+                "UPDATE audit_log SET at = $1 WHERE actor = $2",
+                vec![at(days).into(), actor.into()],
+            ))
             .await
-            .expect("audit");
-            db.db
-                .conn
-                .execute_raw(Statement::from_sql_and_values(
-                    db.db.backend(),
-                    "UPDATE audit_log SET at = $1 WHERE actor = $2",
-                    vec![at(days).into(), actor.into()],
-                ))
-                .await
-                .expect("age it");
-        }
-
-        let purged = app::maintenance::purge::purge_audit(&db.db, at(365), 1)
-            .await
-            .expect("purge");
-
-        assert_eq!(purged, 2, "{backend:?}");
-        assert_eq!(
-            texts(&db.db, "SELECT actor FROM audit_log", vec![]).await,
-            [vec![Some("recent".to_string())]],
-            "{backend:?}"
-        );
+            .expect("age it");
     }
+
+    let purged = app::maintenance::purge::purge_audit(&db.db, at(365), 1)
+        .await
+        .expect("purge");
+
+    assert_eq!(purged, 2, "{backend:?}");
+    assert_eq!(
+        texts(&db.db, "SELECT actor FROM audit_log", vec![]).await,
+        [vec![Some("recent".to_string())]],
+        "{backend:?}"
+    );
 }
 
 #[tokio::test]

@@ -1,12 +1,10 @@
 //! Races between deliveries. Waits are proven with `pg_blocking_pids`, never assumed from a sleep.
 
-mod support;
-
+use crate::support::*;
 use app::db::Db;
 use app::envelope::{Envelope, Mapping, parse_envelope};
 use app::ingest::{self, Outcome, Received};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, Statement, TransactionTrait};
-use support::*;
 
 fn envelope(body: &str) -> Envelope {
     parse_envelope(
@@ -264,14 +262,12 @@ async fn shuffled_revisions(app: &TestApp, round: usize) {
     );
 }
 
-#[tokio::test]
-async fn concurrent_deliveries_converge_repeated_30_times() {
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        for round in 0..30 {
-            concurrent_copies(&app, round).await;
-            shuffled_revisions(&app, round).await;
-        }
+both_backends!(concurrent_deliveries_converge_repeated_30_times);
+async fn concurrent_deliveries_converge_repeated_30_times(backend: Backend) {
+    let app = spawn_app(backend).await;
+    for round in 0..30 {
+        concurrent_copies(&app, round).await;
+        shuffled_revisions(&app, round).await;
     }
 }
 

@@ -1,12 +1,10 @@
 //! The database goes away and comes back: 503 with Retry-After in bounded time, then recovery
 //! without restarting hookbox. Uses a cluster of its own, so stopping it disturbs no other test.
 
-mod support;
-
+use crate::support::*;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::*;
 
 struct Cluster {
     dir: tempfile::TempDir,

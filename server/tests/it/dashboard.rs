@@ -1,12 +1,10 @@
 //! The dashboard's server functions and page guard: roles, sessions, throttling, cross-site
 //! refusal, replay, and pages over a large archive.
 
-mod support;
-
+use crate::support::*;
 use app::auth;
 use app::model::Role;
 use reqwest::StatusCode;
-use support::*;
 
 const PASSWORD: &str = "a long enough password";
 
@@ -237,103 +235,104 @@ async fn state_changing_calls_from_another_site_are_refused() {
     );
 }
 
-#[tokio::test]
-async fn a_replay_dry_run_writes_nothing_and_a_confirmed_replay_writes_one_archive_and_one_audit_row()
- {
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        app.send("shop", &event("e1", "order-1", 1, r#"{"a":1}"#))
-            .await;
-        let conflict = app
-            .send("shop", &event("e1-other", "order-1", 1, r#"{"a":1}"#))
-            .await;
-        assert_eq!(conflict.outcome(), "reused_revision");
-        let failed_id = scalar(
-            &app.db,
-            "SELECT id FROM webhook_events WHERE event_id = 'e1-other'",
-            vec![],
-        )
-        .await
-        .expect("archived");
-        with_user(&app, "olga", Role::Operator).await;
-        let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
-        let id = failed_id.to_string();
-        let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
-        let audit_before = count(
-            &app.db,
-            "SELECT count(*) FROM audit_log WHERE action = 'replay'",
-        )
+both_backends!(
+    a_replay_dry_run_writes_nothing_and_a_confirmed_replay_writes_one_archive_and_one_audit_row
+);
+async fn a_replay_dry_run_writes_nothing_and_a_confirmed_replay_writes_one_archive_and_one_audit_row(
+    backend: Backend,
+) {
+    let app = spawn_app(backend).await;
+    app.send("shop", &event("e1", "order-1", 1, r#"{"a":1}"#))
         .await;
+    let conflict = app
+        .send("shop", &event("e1-other", "order-1", 1, r#"{"a":1}"#))
+        .await;
+    assert_eq!(conflict.outcome(), "reused_revision");
+    let failed_id = scalar(
+        &app.db,
+        "SELECT id FROM webhook_events WHERE event_id = 'e1-other'",
+        vec![],
+    )
+    .await
+    .expect("archived");
+    with_user(&app, "olga", Role::Operator).await;
+    let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+    let id = failed_id.to_string();
+    let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
+    let audit_before = count(
+        &app.db,
+        "SELECT count(*) FROM audit_log WHERE action = 'replay'",
+    )
+    .await;
 
-        let (status, dry) = call(
-            &app,
-            Some(&cookie),
-            "replay",
-            &[("id", &id), ("confirm", "false")],
-        )
-        .await;
+    let (status, dry) = call(
+        &app,
+        Some(&cookie),
+        "replay",
+        &[("id", &id), ("confirm", "false")],
+    )
+    .await;
 
-        assert_eq!(status, StatusCode::OK, "{dry}");
-        assert!(dry.contains("\"outcome\":\"reused_revision\""), "{dry}");
-        assert!(dry.contains("\"archive_id\":null"), "{dry}");
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_events").await,
-            archive_before,
-            "{backend:?}: dry run wrote nothing"
-        );
-        assert_eq!(
-            count(
-                &app.db,
-                "SELECT count(*) FROM audit_log WHERE action = 'replay'"
-            )
-            .await,
-            audit_before
-        );
-
-        let (status, done) = call(
-            &app,
-            Some(&cookie),
-            "replay",
-            &[("id", &id), ("confirm", "true")],
-        )
-        .await;
-
-        assert_eq!(status, StatusCode::OK, "{done}");
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_events").await,
-            archive_before + 1,
-            "{backend:?}"
-        );
-        let replay_rows = texts(
+    assert_eq!(status, StatusCode::OK, "{dry}");
+    assert!(dry.contains("\"outcome\":\"reused_revision\""), "{dry}");
+    assert!(dry.contains("\"archive_id\":null"), "{dry}");
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        archive_before,
+        "{backend:?}: dry run wrote nothing"
+    );
+    assert_eq!(
+        count(
             &app.db,
-            "SELECT outcome, replayed_by FROM webhook_events WHERE replay_of = $1",
-            vec![failed_id.into()],
+            "SELECT count(*) FROM audit_log WHERE action = 'replay'"
         )
-        .await;
-        assert_eq!(
-            replay_rows,
-            vec![vec![Some("reused_revision".into()), Some("olga".into())]]
-        );
-        let audit = texts(
-            &app.db,
-            "SELECT actor, target, outcome FROM audit_log WHERE action = 'replay'",
-            vec![],
-        )
-        .await;
-        assert_eq!(
-            audit,
-            vec![vec![
-                Some("olga".into()),
-                Some(id.clone()),
-                Some("reused_revision".into())
-            ]]
-        );
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
-            1,
-            "replay never bypasses the inbox"
-        );
-    }
+        .await,
+        audit_before
+    );
+
+    let (status, done) = call(
+        &app,
+        Some(&cookie),
+        "replay",
+        &[("id", &id), ("confirm", "true")],
+    )
+    .await;
+
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        archive_before + 1,
+        "{backend:?}"
+    );
+    let replay_rows = texts(
+        &app.db,
+        "SELECT outcome, replayed_by FROM webhook_events WHERE replay_of = $1",
+        vec![failed_id.into()],
+    )
+    .await;
+    assert_eq!(
+        replay_rows,
+        vec![vec![Some("reused_revision".into()), Some("olga".into())]]
+    );
+    let audit = texts(
+        &app.db,
+        "SELECT actor, target, outcome FROM audit_log WHERE action = 'replay'",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        audit,
+        vec![vec![
+            Some("olga".into()),
+            Some(id.clone()),
+            Some("reused_revision".into())
+        ]]
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
+        1,
+        "replay never bypasses the inbox"
+    );
 }
 
 #[tokio::test]
@@ -471,121 +470,120 @@ async fn pages_render_over_100_000_archived_deliveries() {
     assert!(!failed.contains("\"status\":\"processed\""));
 }
 
+both_backends!(the_overview_counts_by_source_status_and_day);
 /// The overview's counts: by source and status over 24 hours and 7 days, by day for the chart,
 /// with rows just outside each window left out.
-#[tokio::test]
-async fn the_overview_counts_by_source_status_and_day() {
+async fn the_overview_counts_by_source_status_and_day(backend: Backend) {
     use chrono::{Duration, Utc};
     use sea_orm::{ConnectionTrait, Statement};
-    for backend in BOTH {
-        let test_db = test_db(backend).await;
-        let db = &test_db.db;
-        let now = Utc::now();
-        let rows = [
-            ("shop", "processed", "applied", now - Duration::minutes(5)),
-            ("shop", "processed", "applied", now - Duration::hours(2)),
-            ("shop", "failed", "invalid", now - Duration::hours(23)),
-            ("sw", "skipped", "duplicate", now - Duration::hours(25)),
-            ("shop", "processed", "stale", now - Duration::days(3)),
-            (
-                "sw",
-                "failed",
-                "reused_revision",
-                now - Duration::days(6) - Duration::hours(20),
-            ),
-            (
-                "shop",
-                "failed",
-                "invalid",
-                now - Duration::days(7) - Duration::minutes(1),
-            ),
-        ];
-        for (source, status, outcome, at) in rows {
-            db.conn
-                .execute_raw(Statement::from_sql_and_values(
-                    db.backend(),
-                    "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    let now = Utc::now();
+    let rows = [
+        ("shop", "processed", "applied", now - Duration::minutes(5)),
+        ("shop", "processed", "applied", now - Duration::hours(2)),
+        ("shop", "failed", "invalid", now - Duration::hours(23)),
+        ("sw", "skipped", "duplicate", now - Duration::hours(25)),
+        ("shop", "processed", "stale", now - Duration::days(3)),
+        (
+            "sw",
+            "failed",
+            "reused_revision",
+            now - Duration::days(6) - Duration::hours(20),
+        ),
+        (
+            "shop",
+            "failed",
+            "invalid",
+            now - Duration::days(7) - Duration::minutes(1),
+        ),
+    ];
+    for (source, status, outcome, at) in rows {
+        db.conn
+            .execute_raw(Statement::from_sql_and_values(
+                db.backend(),
+                "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
                      VALUES ($1, $2, $3, '{}', $4, $5)",
-                    vec![
-                        source.into(),
-                        status.into(),
-                        outcome.into(),
-                        b"{}".to_vec().into(),
-                        at.into(),
-                    ],
-                ))
-                .await
-                .expect("insert an archive row");
+                vec![
+                    source.into(),
+                    status.into(),
+                    outcome.into(),
+                    b"{}".to_vec().into(),
+                    at.into(),
+                ],
+            ))
+            .await
+            .expect("insert an archive row");
+    }
+
+    let overview = app::db::overview::overview(db, 2).await.expect("overview");
+
+    let counts = |rows: &[app::model::CountRow]| {
+        rows.iter()
+            .map(|r| (r.label.clone(), r.processed, r.skipped, r.failed))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        counts(&overview.by_source_24h),
+        vec![("shop".to_string(), 2, 0, 1)],
+        "{backend:?}: 24 hours"
+    );
+    // The chart and the 7-day table: the last 7 calendar days (UTC), today included.
+    let first_day = (now - Duration::days(6)).date_naive();
+    let mut expected_7d: Vec<(String, i64, i64, i64)> = Vec::new();
+    for (source, status, _, at) in rows {
+        if at.date_naive() < first_day {
+            continue;
         }
-
-        let overview = app::db::overview::overview(db, 2).await.expect("overview");
-
-        let counts = |rows: &[app::model::CountRow]| {
-            rows.iter()
-                .map(|r| (r.label.clone(), r.processed, r.skipped, r.failed))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            counts(&overview.by_source_24h),
-            vec![("shop".to_string(), 2, 0, 1)],
-            "{backend:?}: 24 hours"
-        );
-        // The chart and the 7-day table: the last 7 calendar days (UTC), today included.
-        let first_day = (now - Duration::days(6)).date_naive();
-        let mut expected_7d: Vec<(String, i64, i64, i64)> = Vec::new();
-        for (source, status, _, at) in rows {
-            if at.date_naive() < first_day {
-                continue;
+        let i = match expected_7d.iter().position(|r| r.0 == source) {
+            Some(i) => i,
+            None => {
+                expected_7d.push((source.to_string(), 0, 0, 0));
+                expected_7d.len() - 1
             }
-            let i = match expected_7d.iter().position(|r| r.0 == source) {
-                Some(i) => i,
-                None => {
-                    expected_7d.push((source.to_string(), 0, 0, 0));
-                    expected_7d.len() - 1
-                }
-            };
+        };
+        match status {
+            "processed" => expected_7d[i].1 += 1,
+            "skipped" => expected_7d[i].2 += 1,
+            _ => expected_7d[i].3 += 1,
+        }
+    }
+    expected_7d.sort();
+    assert_eq!(
+        counts(&overview.by_source_7d),
+        expected_7d,
+        "{backend:?}: 7 days"
+    );
+    let mut expected: Vec<(String, i64, i64, i64)> = (0..7)
+        .map(|i| ((first_day + Duration::days(i)).to_string(), 0, 0, 0))
+        .collect();
+    for (_, status, _, at) in rows {
+        if let Some(day) = expected
+            .iter_mut()
+            .find(|d| d.0 == at.date_naive().to_string())
+        {
             match status {
-                "processed" => expected_7d[i].1 += 1,
-                "skipped" => expected_7d[i].2 += 1,
-                _ => expected_7d[i].3 += 1,
+                "processed" => day.1 += 1,
+                "skipped" => day.2 += 1,
+                _ => day.3 += 1,
             }
         }
-        expected_7d.sort();
-        assert_eq!(
-            counts(&overview.by_source_7d),
-            expected_7d,
-            "{backend:?}: 7 days"
-        );
-        let mut expected: Vec<(String, i64, i64, i64)> = (0..7)
-            .map(|i| ((first_day + Duration::days(i)).to_string(), 0, 0, 0))
-            .collect();
-        for (_, status, _, at) in rows {
-            if let Some(day) = expected
-                .iter_mut()
-                .find(|d| d.0 == at.date_naive().to_string())
-            {
-                match status {
-                    "processed" => day.1 += 1,
-                    "skipped" => day.2 += 1,
-                    _ => day.3 += 1,
-                }
-            }
-        }
-        assert_eq!(counts(&overview.by_day), expected, "{backend:?}: by day");
+    }
+    assert_eq!(counts(&overview.by_day), expected, "{backend:?}: by day");
 
-        // Finished days were rolled up (days over for an hour), and are read from the rollup
-        // from then on: concurrent overviews agree, and a row that appeared in a finished day
-        // afterwards (which ingest cannot do: it archives at the arrival time) is not counted.
-        let today = now.date_naive();
-        let rolled: i64 = count(db, "SELECT count(*) FROM archive_days_counted").await;
-        let live_days = if now.time() >= chrono::NaiveTime::from_hms_opt(1, 0, 0).expect("1 am") {
-            1
-        } else {
-            2
-        };
-        assert_eq!(rolled, 7 - live_days, "{backend:?}: rolled-up days");
-        let three_days_ago = today - Duration::days(3);
-        assert_eq!(
+    // Finished days were rolled up (days over for an hour), and are read from the rollup
+    // from then on: concurrent overviews agree, and a row that appeared in a finished day
+    // afterwards (which ingest cannot do: it archives at the arrival time) is not counted.
+    let today = now.date_naive();
+    let rolled: i64 = count(db, "SELECT count(*) FROM archive_days_counted").await;
+    let live_days = if now.time() >= chrono::NaiveTime::from_hms_opt(1, 0, 0).expect("1 am") {
+        1
+    } else {
+        2
+    };
+    assert_eq!(rolled, 7 - live_days, "{backend:?}: rolled-up days");
+    let three_days_ago = today - Duration::days(3);
+    assert_eq!(
             count(
                 db,
                 &format!(
@@ -598,69 +596,67 @@ async fn the_overview_counts_by_source_status_and_day() {
                 .count() as i64,
             "{backend:?}: the rollup of {three_days_ago}"
         );
-        db.conn
-            .execute_raw(Statement::from_sql_and_values(
-                db.backend(),
-                "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
+    db.conn
+        .execute_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
                  VALUES ('shop', 'processed', 'applied', '{}', $1, $2)",
-                vec![
-                    b"{}".to_vec().into(),
-                    three_days_ago
-                        .and_hms_opt(12, 0, 0)
-                        .expect("noon")
-                        .and_utc()
-                        .into(),
-                ],
-            ))
-            .await
-            .expect("insert into a finished day");
-        let (again, other) = tokio::join!(
-            app::db::overview::overview(db, 2),
-            app::db::overview::overview(db, 2)
-        );
-        let (again, other) = (again.expect("overview"), other.expect("overview"));
-        assert_eq!(counts(&again.by_day), expected, "{backend:?}: frozen days");
-        assert_eq!(
-            counts(&other.by_day),
-            expected,
-            "{backend:?}: concurrent overview"
-        );
-        assert_eq!(counts(&again.by_source_7d), counts(&overview.by_source_7d));
-    }
+            vec![
+                b"{}".to_vec().into(),
+                three_days_ago
+                    .and_hms_opt(12, 0, 0)
+                    .expect("noon")
+                    .and_utc()
+                    .into(),
+            ],
+        ))
+        .await
+        .expect("insert into a finished day");
+    let (again, other) = tokio::join!(
+        app::db::overview::overview(db, 2),
+        app::db::overview::overview(db, 2)
+    );
+    let (again, other) = (again.expect("overview"), other.expect("overview"));
+    assert_eq!(counts(&again.by_day), expected, "{backend:?}: frozen days");
+    assert_eq!(
+        counts(&other.by_day),
+        expected,
+        "{backend:?}: concurrent overview"
+    );
+    assert_eq!(counts(&again.by_source_7d), counts(&overview.by_source_7d));
 }
 
+both_backends!(a_search_by_object_or_event_id_pages_through_every_match);
 /// A search finds the deliveries of an object and of an event id, newest first, page by page,
 /// with the other filters applied to both.
-#[tokio::test]
-async fn a_search_by_object_or_event_id_pages_through_every_match() {
+async fn a_search_by_object_or_event_id_pages_through_every_match(backend: Backend) {
     use app::model::EventFilter;
     use chrono::{Duration, Utc};
     use sea_orm::{ConnectionTrait, Statement};
-    for backend in BOTH {
-        let test_db = test_db(backend).await;
-        let db = &test_db.db;
-        let now = Utc::now();
-        // 60 deliveries of order-7 (every fifth one failed), one delivery whose event id is
-        // "order-7", and deliveries of another object in between.
-        let mut rows = Vec::new();
-        for i in 0..60 {
-            let status = if i % 5 == 0 { "failed" } else { "processed" };
-            rows.push((format!("e{i}"), "order-7".to_string(), status, i));
-            rows.push((format!("x{i}"), "order-8".to_string(), "processed", i));
-        }
-        rows.push((
-            "order-7".to_string(),
-            "order-9".to_string(),
-            "processed",
-            30,
-        ));
-        for (event_id, object_id, status, minutes) in &rows {
-            let outcome = if *status == "failed" {
-                "invalid"
-            } else {
-                "applied"
-            };
-            db.conn
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    let now = Utc::now();
+    // 60 deliveries of order-7 (every fifth one failed), one delivery whose event id is
+    // "order-7", and deliveries of another object in between.
+    let mut rows = Vec::new();
+    for i in 0..60 {
+        let status = if i % 5 == 0 { "failed" } else { "processed" };
+        rows.push((format!("e{i}"), "order-7".to_string(), status, i));
+        rows.push((format!("x{i}"), "order-8".to_string(), "processed", i));
+    }
+    rows.push((
+        "order-7".to_string(),
+        "order-9".to_string(),
+        "processed",
+        30,
+    ));
+    for (event_id, object_id, status, minutes) in &rows {
+        let outcome = if *status == "failed" {
+            "invalid"
+        } else {
+            "applied"
+        };
+        db.conn
                 .execute_raw(Statement::from_sql_and_values(
                     db.backend(),
                     "INSERT INTO webhook_events (source, event_id, object_id, status, outcome, headers, body, received_at)
@@ -676,52 +672,51 @@ async fn a_search_by_object_or_event_id_pages_through_every_match() {
                 ))
                 .await
                 .expect("insert an archive row");
-        }
+    }
 
-        for (status, expected) in [(None, 61), (Some("failed"), 12)] {
-            let filter = EventFilter {
-                q: Some(" order-7 ".into()),
-                status: status.map(str::to_string),
-                ..Default::default()
-            };
-            let mut seen: Vec<(String, String)> = Vec::new();
-            let mut cursor: Option<String> = None;
-            loop {
-                let page = app::db::events::list_events(db, &filter, cursor.as_deref())
-                    .await
-                    .expect("a page");
-                seen.extend(page.rows.iter().map(|r| {
-                    assert!(
-                        r.object_id.as_deref() == Some("order-7")
-                            || r.event_id.as_deref() == Some("order-7"),
-                        "{backend:?}: {r:?} does not match"
-                    );
-                    if let Some(status) = status {
-                        assert_eq!(r.status, status, "{backend:?}");
-                    }
-                    (
-                        r.received_at.clone(),
-                        r.event_id.clone().unwrap_or_default(),
-                    )
-                }));
-                cursor = page.next_cursor;
-                if cursor.is_none() {
-                    break;
+    for (status, expected) in [(None, 61), (Some("failed"), 12)] {
+        let filter = EventFilter {
+            q: Some(" order-7 ".into()),
+            status: status.map(str::to_string),
+            ..Default::default()
+        };
+        let mut seen: Vec<(String, String)> = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = app::db::events::list_events(db, &filter, cursor.as_deref())
+                .await
+                .expect("a page");
+            seen.extend(page.rows.iter().map(|r| {
+                assert!(
+                    r.object_id.as_deref() == Some("order-7")
+                        || r.event_id.as_deref() == Some("order-7"),
+                    "{backend:?}: {r:?} does not match"
+                );
+                if let Some(status) = status {
+                    assert_eq!(r.status, status, "{backend:?}");
                 }
+                (
+                    r.received_at.clone(),
+                    r.event_id.clone().unwrap_or_default(),
+                )
+            }));
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
             }
-            assert_eq!(
-                seen.len(),
-                expected,
-                "{backend:?} {status:?}: every match once"
-            );
-            let mut newest_first = seen.clone();
-            newest_first.sort_by(|a, b| b.0.cmp(&a.0));
-            assert_eq!(seen, newest_first, "{backend:?}: newest first");
-            assert!(
-                seen.iter().any(|(_, e)| e == "order-7") == status.is_none(),
-                "{backend:?}: the delivery with event id order-7"
-            );
         }
+        assert_eq!(
+            seen.len(),
+            expected,
+            "{backend:?} {status:?}: every match once"
+        );
+        let mut newest_first = seen.clone();
+        newest_first.sort_by(|a, b| b.0.cmp(&a.0));
+        assert_eq!(seen, newest_first, "{backend:?}: newest first");
+        assert!(
+            seen.iter().any(|(_, e)| e == "order-7") == status.is_none(),
+            "{backend:?}: the delivery with event id order-7"
+        );
     }
 }
 
@@ -855,39 +850,37 @@ async fn the_events_filter_form_shows_the_url_filter_in_the_server_html() {
     }
 }
 
-#[tokio::test]
-async fn an_out_of_range_date_filter_is_a_400_naming_the_field() {
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        app.send("shop", &event("e1", "order-1", 1, "{}")).await;
-        with_user(&app, "olga", Role::Operator).await;
-        let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+both_backends!(an_out_of_range_date_filter_is_a_400_naming_the_field);
+async fn an_out_of_range_date_filter_is_a_400_naming_the_field(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    with_user(&app, "olga", Role::Operator).await;
+    let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
 
-        for (field, value) in [
-            ("to", "+262142-12-31"),
-            ("from", "+262142-12-31"),
-            ("from", "-262143-01-01"),
-            ("to", "0000-01-01"),
-        ] {
-            for endpoint in ["events", "bulk_replay"] {
-                let (status, body) = call(&app, Some(&cookie), endpoint, &[(field, value)]).await;
-                assert_eq!(
-                    status,
-                    StatusCode::BAD_REQUEST,
-                    "{backend:?} {endpoint} {field}={value}: {body}"
-                );
-                assert!(
-                    body.contains(&format!("{field}: ")) && body.contains("out of range"),
-                    "{backend:?} {endpoint} {field}={value}: {body}"
-                );
-            }
+    for (field, value) in [
+        ("to", "+262142-12-31"),
+        ("from", "+262142-12-31"),
+        ("from", "-262143-01-01"),
+        ("to", "0000-01-01"),
+    ] {
+        for endpoint in ["events", "bulk_replay"] {
+            let (status, body) = call(&app, Some(&cookie), endpoint, &[(field, value)]).await;
+            assert_eq!(
+                status,
+                StatusCode::BAD_REQUEST,
+                "{backend:?} {endpoint} {field}={value}: {body}"
+            );
+            assert!(
+                body.contains(&format!("{field}: ")) && body.contains("out of range"),
+                "{backend:?} {endpoint} {field}={value}: {body}"
+            );
         }
-        let (status, body) = call(&app, Some(&cookie), "events", &[("to", "9999-12-31")]).await;
-        assert_eq!(status, StatusCode::OK, "{backend:?}: {body}");
-        assert!(body.contains("\"event_id\":\"e1\""), "{backend:?}: {body}");
-        let (status, _) = page(&app, Some(&cookie), "/events?to=%2B262142-12-31").await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{backend:?}: the page");
     }
+    let (status, body) = call(&app, Some(&cookie), "events", &[("to", "9999-12-31")]).await;
+    assert_eq!(status, StatusCode::OK, "{backend:?}: {body}");
+    assert!(body.contains("\"event_id\":\"e1\""), "{backend:?}: {body}");
+    let (status, _) = page(&app, Some(&cookie), "/events?to=%2B262142-12-31").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{backend:?}: the page");
 }
 
 #[tokio::test]
@@ -1080,97 +1073,95 @@ async fn bulk_replay_takes_the_filter_it_is_given_and_names_it() {
     assert!(!replayed_originals(&app).await.contains(&shop[0]));
 }
 
-#[tokio::test]
-async fn a_bulk_replay_commits_its_replays_and_its_audit_entry_together() {
+both_backends!(a_bulk_replay_commits_its_replays_and_its_audit_entry_together);
+async fn a_bulk_replay_commits_its_replays_and_its_audit_entry_together(backend: Backend) {
     use sea_orm::ConnectionTrait;
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        let failed = failed_deliveries(&app, "shop", 3).await;
-        with_user(&app, "olga", Role::Operator).await;
-        let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
-        let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
+    let app = spawn_app(backend).await;
+    let failed = failed_deliveries(&app, "shop", 3).await;
+    with_user(&app, "olga", Role::Operator).await;
+    let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+    let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
 
-        // The audit entry cannot be written: nothing of the bulk replay may stay.
-        let refuse = match backend {
-            Backend::Postgres => {
-                "CREATE FUNCTION refuse_bulk_audit() RETURNS trigger LANGUAGE plpgsql AS
+    // The audit entry cannot be written: nothing of the bulk replay may stay.
+    let refuse = match backend {
+        Backend::Postgres => {
+            "CREATE FUNCTION refuse_bulk_audit() RETURNS trigger LANGUAGE plpgsql AS
                    $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$;
                  CREATE TRIGGER refuse_bulk_audit BEFORE INSERT ON audit_log FOR EACH ROW
                    WHEN (NEW.action = 'bulk_replay') EXECUTE FUNCTION refuse_bulk_audit();"
-            }
-            Backend::Sqlite => {
-                "CREATE TRIGGER refuse_bulk_audit BEFORE INSERT ON audit_log
+        }
+        Backend::Sqlite => {
+            "CREATE TRIGGER refuse_bulk_audit BEFORE INSERT ON audit_log
                    WHEN NEW.action = 'bulk_replay' BEGIN SELECT RAISE(ABORT, 'audit refused'); END;"
-            }
-        };
-        app.db
-            .writer
-            .execute_unprepared(refuse)
-            .await
-            .expect("refuse the audit entry");
-        let (status, refused) = call(
-            &app,
-            Some(&cookie),
-            "bulk_replay",
-            &[("confirmation", "replay 3")],
-        )
-        .await;
-        assert_eq!(
-            status,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "{backend:?}: {refused}"
-        );
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_events").await,
-            archive_before,
-            "{backend:?}: no replay without its audit entry"
-        );
-        assert_eq!(
-            count(
-                &app.db,
-                "SELECT count(*) FROM audit_log WHERE action = 'bulk_replay'"
-            )
-            .await,
-            0
-        );
-        let allow = match backend {
-            Backend::Postgres => "DROP TRIGGER refuse_bulk_audit ON audit_log",
-            Backend::Sqlite => "DROP TRIGGER refuse_bulk_audit",
-        };
-        app.db
-            .writer
-            .execute_unprepared(allow)
-            .await
-            .expect("drop the trigger");
-
-        let (status, done) = call(
-            &app,
-            Some(&cookie),
-            "bulk_replay",
-            &[("confirmation", "replay 3")],
-        )
-        .await;
-
-        assert_eq!(status, StatusCode::OK, "{backend:?}: {done}");
-        assert_eq!(replayed_originals(&app).await, failed, "{backend:?}");
-        let audit = texts(
+        }
+    };
+    app.db
+        .writer
+        .execute_unprepared(refuse)
+        .await
+        .expect("refuse the audit entry");
+    let (status, refused) = call(
+        &app,
+        Some(&cookie),
+        "bulk_replay",
+        &[("confirmation", "replay 3")],
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{backend:?}: {refused}"
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        archive_before,
+        "{backend:?}: no replay without its audit entry"
+    );
+    assert_eq!(
+        count(
             &app.db,
-            "SELECT target, detail FROM audit_log WHERE action = 'bulk_replay'",
-            vec![],
+            "SELECT count(*) FROM audit_log WHERE action = 'bulk_replay'"
         )
-        .await;
-        let ids = failed
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
-        assert_eq!(
-            audit,
-            vec![vec![
-                Some("3".into()),
-                Some(format!("invalid: 3; deliveries {ids}"))
-            ]],
-            "{backend:?}: one entry naming the count and the deliveries replayed"
-        );
-    }
+        .await,
+        0
+    );
+    let allow = match backend {
+        Backend::Postgres => "DROP TRIGGER refuse_bulk_audit ON audit_log",
+        Backend::Sqlite => "DROP TRIGGER refuse_bulk_audit",
+    };
+    app.db
+        .writer
+        .execute_unprepared(allow)
+        .await
+        .expect("drop the trigger");
+
+    let (status, done) = call(
+        &app,
+        Some(&cookie),
+        "bulk_replay",
+        &[("confirmation", "replay 3")],
+    )
+    .await;
+
+    assert_eq!(status, StatusCode::OK, "{backend:?}: {done}");
+    assert_eq!(replayed_originals(&app).await, failed, "{backend:?}");
+    let audit = texts(
+        &app.db,
+        "SELECT target, detail FROM audit_log WHERE action = 'bulk_replay'",
+        vec![],
+    )
+    .await;
+    let ids = failed
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    assert_eq!(
+        audit,
+        vec![vec![
+            Some("3".into()),
+            Some(format!("invalid: 3; deliveries {ids}"))
+        ]],
+        "{backend:?}: one entry naming the count and the deliveries replayed"
+    );
 }

@@ -3,15 +3,13 @@
 //! verification is answered, `hookbox send` is accepted by every preset, and no configured
 //! secret ever reaches a log line, an answer or the archive.
 
-mod support;
-
+use crate::support::*;
 use app::config::Config;
 use app::envelope::FieldRef;
 use app::schemes::Scheme;
 use serde_json::json;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use support::*;
 
 const STRIPE: [&str; 2] = [
     "whsec_stripe-signing-secret-current",
@@ -446,144 +444,149 @@ async fn clerk_deliveries_are_verified_deduplicated_and_rotated() {
 /// re-posted with fresh ids verifies. It is recorded as a duplicate of the event that first
 /// carried that body (the archive row names it), never as a new event; the provider's own
 /// redelivery (same id) stays an ordinary duplicate, and another body is a new event.
-async fn a_signed_body_under_a_new_delivery_id_is_a_duplicate_of_its_first_event(p: Provider) {
-    for backend in BOTH {
-        let app = spawn_app_with(backend, providers_config()).await;
-        let first = (p.delivery)("1");
-        let other = (p.delivery)("2");
-        let current = p.secrets[0];
+async fn a_signed_body_under_a_new_delivery_id_is_a_duplicate_of_its_first_event(
+    p: Provider,
+    backend: Backend,
+) {
+    let app = spawn_app_with(backend, providers_config()).await;
+    let first = (p.delivery)("1");
+    let other = (p.delivery)("2");
+    let current = p.secrets[0];
 
-        let accepted = deliver(&app, &p, current, &first).await;
-        let mut forged_headers = signed(&p, current, &first);
-        for (name, value) in &mut forged_headers {
-            if name.ends_with("-Delivery")
-                || (name.ends_with("-Id") && name.starts_with("X-Shopify"))
-            {
-                *value = format!("forged-{name}");
-            }
+    let accepted = deliver(&app, &p, current, &first).await;
+    let mut forged_headers = signed(&p, current, &first);
+    for (name, value) in &mut forged_headers {
+        if name.ends_with("-Delivery") || (name.ends_with("-Id") && name.starts_with("X-Shopify")) {
+            *value = format!("forged-{name}");
         }
-        let forged_id = forged_headers
-            .iter()
-            .find(|(name, _)| name == "X-GitHub-Delivery" || name == "X-Shopify-Event-Id")
-            .map(|(_, value)| value.clone())
-            .expect("a delivery id header");
-        let replayed = app
-            .post(p.source, &forged_headers, first.body.clone().into_bytes())
-            .await;
-        let redelivered = deliver(&app, &p, current, &first).await;
-        let new_event = deliver(&app, &p, current, &other).await;
+    }
+    let forged_id = forged_headers
+        .iter()
+        .find(|(name, _)| name == "X-GitHub-Delivery" || name == "X-Shopify-Event-Id")
+        .map(|(_, value)| value.clone())
+        .expect("a delivery id header");
+    let replayed = app
+        .post(p.source, &forged_headers, first.body.clone().into_bytes())
+        .await;
+    let redelivered = deliver(&app, &p, current, &first).await;
+    let new_event = deliver(&app, &p, current, &other).await;
 
-        let source = p.source;
-        assert_eq!(accepted.outcome(), "accepted", "{backend:?} {source}");
-        assert_eq!(
-            (replayed.status, replayed.body),
-            (
-                200,
-                json!({"status": "duplicate", "event_id": first.event_id, "idempotent": true, "delivered_as": forged_id})
-            ),
-            "{backend:?} {source}: the replay under a new id"
-        );
-        assert_eq!(redelivered.outcome(), "duplicate", "{backend:?} {source}");
-        assert_eq!(new_event.outcome(), "accepted", "{backend:?} {source}");
-        assert_eq!(
-            archive_rows(&app, source).await,
-            [
-                row(&first, "processed", "accepted"),
-                row(&first, "skipped", "duplicate"),
-                row(&first, "skipped", "duplicate"),
-                row(&other, "processed", "accepted"),
-            ],
-            "{backend:?} {source}: the replay's archive row names the original event"
-        );
-        let replay_error = texts(
+    let source = p.source;
+    assert_eq!(accepted.outcome(), "accepted", "{backend:?} {source}");
+    assert_eq!(
+        (replayed.status, replayed.body),
+        (
+            200,
+            json!({"status": "duplicate", "event_id": first.event_id, "idempotent": true, "delivered_as": forged_id})
+        ),
+        "{backend:?} {source}: the replay under a new id"
+    );
+    assert_eq!(redelivered.outcome(), "duplicate", "{backend:?} {source}");
+    assert_eq!(new_event.outcome(), "accepted", "{backend:?} {source}");
+    assert_eq!(
+        archive_rows(&app, source).await,
+        [
+            row(&first, "processed", "accepted"),
+            row(&first, "skipped", "duplicate"),
+            row(&first, "skipped", "duplicate"),
+            row(&other, "processed", "accepted"),
+        ],
+        "{backend:?} {source}: the replay's archive row names the original event"
+    );
+    let replay_error = texts(
+        &app.db,
+        "SELECT error_message FROM webhook_events WHERE source = $1 ORDER BY id",
+        vec![source.into()],
+    )
+    .await;
+    let message = replay_error[1][0].clone().unwrap_or_default();
+    assert!(
+        message.contains(&first.event_id) && message.contains("replay"),
+        "{backend:?} {source}: {message}"
+    );
+    assert_eq!(replay_error[2][0], None, "{backend:?} {source}");
+    assert_eq!(
+        texts(
             &app.db,
-            "SELECT error_message FROM webhook_events WHERE source = $1 ORDER BY id",
+            "SELECT event_id FROM webhook_inbox WHERE source = $1 ORDER BY event_id",
             vec![source.into()],
         )
-        .await;
-        let message = replay_error[1][0].clone().unwrap_or_default();
-        assert!(
-            message.contains(&first.event_id) && message.contains("replay"),
-            "{backend:?} {source}: {message}"
-        );
-        assert_eq!(replay_error[2][0], None, "{backend:?} {source}");
-        assert_eq!(
-            texts(
-                &app.db,
-                "SELECT event_id FROM webhook_inbox WHERE source = $1 ORDER BY event_id",
-                vec![source.into()],
-            )
-            .await,
-            [
-                vec![Some(first.event_id.clone())],
-                vec![Some(other.event_id.clone())]
-            ],
-            "{backend:?} {source}: no event under the forged id"
-        );
-    }
+        .await,
+        [
+            vec![Some(first.event_id.clone())],
+            vec![Some(other.event_id.clone())]
+        ],
+        "{backend:?} {source}: no event under the forged id"
+    );
 }
 
-#[tokio::test]
-async fn a_github_body_replayed_under_a_new_delivery_id_is_a_duplicate() {
-    a_signed_body_under_a_new_delivery_id_is_a_duplicate_of_its_first_event(GITHUB_PROVIDER).await;
+both_backends!(a_github_body_replayed_under_a_new_delivery_id_is_a_duplicate);
+async fn a_github_body_replayed_under_a_new_delivery_id_is_a_duplicate(backend: Backend) {
+    a_signed_body_under_a_new_delivery_id_is_a_duplicate_of_its_first_event(
+        GITHUB_PROVIDER,
+        backend,
+    )
+    .await;
 }
 
-#[tokio::test]
-async fn a_shopify_body_replayed_under_new_ids_is_a_duplicate() {
-    a_signed_body_under_a_new_delivery_id_is_a_duplicate_of_its_first_event(SHOPIFY_PROVIDER).await;
+both_backends!(a_shopify_body_replayed_under_new_ids_is_a_duplicate);
+async fn a_shopify_body_replayed_under_new_ids_is_a_duplicate(backend: Backend) {
+    a_signed_body_under_a_new_delivery_id_is_a_duplicate_of_its_first_event(
+        SHOPIFY_PROVIDER,
+        backend,
+    )
+    .await;
 }
 
+both_backends!(a_svix_id_other_than_the_signed_webhook_id_is_refused);
 /// The svix and clerk presets read the event id from `svix-id`, while the signature may cover
 /// `webhook-id`: a request carrying both with different values is refused, so one captured
 /// delivery cannot become new events under invented `svix-id`s.
-#[tokio::test]
-async fn a_svix_id_other_than_the_signed_webhook_id_is_refused() {
-    for backend in BOTH {
-        let app = spawn_app_with(backend, providers_config()).await;
-        for p in [SVIX_PROVIDER, CLERK_PROVIDER] {
-            let d = (p.delivery)("1");
-            let key = p.scheme.parse_secret(p.secrets[0]).expect("secret");
-            // Signed over webhook-id, as a Standard Webhooks sender signs.
-            let mut headers: Vec<(String, String)> = p
-                .scheme
-                .sign(&key, &d.event_id, d.body.as_bytes(), now())
-                .into_iter()
-                .map(|(name, value)| (name.to_string(), value))
-                .collect();
-            let genuine = app
-                .post(p.source, &headers, d.body.clone().into_bytes())
-                .await;
-            headers.push(("svix-id".into(), "msg_forged_1".into()));
-            let forged = app
-                .post(p.source, &headers, d.body.clone().into_bytes())
-                .await;
-            // The same id under both names is what some senders send: still the one event.
-            headers.pop();
-            headers.push(("svix-id".into(), d.event_id.clone()));
-            let twins = app
-                .post(p.source, &headers, d.body.clone().into_bytes())
-                .await;
+async fn a_svix_id_other_than_the_signed_webhook_id_is_refused(backend: Backend) {
+    let app = spawn_app_with(backend, providers_config()).await;
+    for p in [SVIX_PROVIDER, CLERK_PROVIDER] {
+        let d = (p.delivery)("1");
+        let key = p.scheme.parse_secret(p.secrets[0]).expect("secret");
+        // Signed over webhook-id, as a Standard Webhooks sender signs.
+        let mut headers: Vec<(String, String)> = p
+            .scheme
+            .sign(&key, &d.event_id, d.body.as_bytes(), now())
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), value))
+            .collect();
+        let genuine = app
+            .post(p.source, &headers, d.body.clone().into_bytes())
+            .await;
+        headers.push(("svix-id".into(), "msg_forged_1".into()));
+        let forged = app
+            .post(p.source, &headers, d.body.clone().into_bytes())
+            .await;
+        // The same id under both names is what some senders send: still the one event.
+        headers.pop();
+        headers.push(("svix-id".into(), d.event_id.clone()));
+        let twins = app
+            .post(p.source, &headers, d.body.clone().into_bytes())
+            .await;
 
-            assert_eq!(genuine.outcome(), "accepted", "{backend:?} {}", p.source);
-            assert_eq!(
-                (forged.status, forged.body),
-                (401, json!({"status": "unauthorized"})),
-                "{backend:?} {}",
-                p.source
-            );
-            assert_eq!(twins.outcome(), "duplicate", "{backend:?} {}", p.source);
-            assert_eq!(
-                texts(
-                    &app.db,
-                    "SELECT event_id FROM webhook_inbox WHERE source = $1",
-                    vec![p.source.into()],
-                )
-                .await,
-                [vec![Some(d.event_id.clone())]],
-                "{backend:?} {}: only the signed id is an event",
-                p.source
-            );
-        }
+        assert_eq!(genuine.outcome(), "accepted", "{backend:?} {}", p.source);
+        assert_eq!(
+            (forged.status, forged.body),
+            (401, json!({"status": "unauthorized"})),
+            "{backend:?} {}",
+            p.source
+        );
+        assert_eq!(twins.outcome(), "duplicate", "{backend:?} {}", p.source);
+        assert_eq!(
+            texts(
+                &app.db,
+                "SELECT event_id FROM webhook_inbox WHERE source = $1",
+                vec![p.source.into()],
+            )
+            .await,
+            [vec![Some(d.event_id.clone())]],
+            "{backend:?} {}: only the signed id is an event",
+            p.source
+        );
     }
 }
 

@@ -1,8 +1,7 @@
 //! Archive retention (`hookbox purge`) and the invariant check (`hookbox verify [--repair]`), on
 //! PostgreSQL and SQLite. Waits are proven with `pg_blocking_pids`, never assumed from a sleep.
 
-mod support;
-
+use crate::support::*;
 use app::db::Db;
 use app::envelope::{Mode, parse_envelope};
 use app::ingest::{self, Outcome, Received, Recorded};
@@ -11,7 +10,6 @@ use app::maintenance::verify::{Drift, repair_projection, verify};
 use chrono::{DateTime, Duration, SubsecRound, Utc};
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 use std::time::Instant;
-use support::*;
 
 const RETENTION_DAYS: u32 = 90;
 
@@ -63,70 +61,68 @@ async fn projection(db: &Db, object_id: &str) -> Option<(i64, String)> {
     Some((revision, snapshot))
 }
 
-#[tokio::test]
-async fn purge_deletes_only_archive_rows_older_than_the_retention_in_batches() {
-    for backend in BOTH {
-        let test_db = test_db(backend).await;
-        let db = &test_db.db;
-        let long_ago = Utc::now() - Duration::days(100);
-        let mut first_old_archive_id = None;
-        for i in 0..250_i64 {
-            let body = event(
-                &format!("old-{i}"),
-                &format!("order-{}", i % 10),
-                i / 10 + 1,
-                &format!(r#"{{"i":{i}}}"#),
-            );
-            let recorded = deliver(db, &body, long_ago + Duration::seconds(i), None).await;
-            first_old_archive_id.get_or_insert(recorded.archive_id);
-        }
-        for i in 0..5_i64 {
-            let body = event(&format!("new-{i}"), "order-new", i + 1, "{}");
-            deliver(db, &body, Utc::now(), None).await;
-        }
-        // A replay today of a delivery about to be purged.
-        let replay = deliver(
-            db,
-            &event("old-0", "order-0", 1, r#"{"i":0}"#),
-            Utc::now(),
-            first_old_archive_id,
-        )
-        .await;
-        assert_eq!(replay.outcome, Outcome::Duplicate);
-
-        let one_batch = purge_batch(&db.conn, cutoff(), 40)
-            .await
-            .expect("one batch");
-        let rest = purge_archive(db, cutoff(), 40).await.expect("purge");
-        let again = purge_archive(db, cutoff(), 40).await.expect("purge again");
-
-        assert_eq!((one_batch, rest, again), (40, 210, 0), "{backend:?}");
-        assert_eq!(
-            count(db, "SELECT count(*) FROM webhook_events").await,
-            6,
-            "{backend:?}: the five recent deliveries and the replay stay"
+both_backends!(purge_deletes_only_archive_rows_older_than_the_retention_in_batches);
+async fn purge_deletes_only_archive_rows_older_than_the_retention_in_batches(backend: Backend) {
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    let long_ago = Utc::now() - Duration::days(100);
+    let mut first_old_archive_id = None;
+    for i in 0..250_i64 {
+        let body = event(
+            &format!("old-{i}"),
+            &format!("order-{}", i % 10),
+            i / 10 + 1,
+            &format!(r#"{{"i":{i}}}"#),
         );
-        assert_eq!(
-            count(
-                db,
-                "SELECT count(*) FROM webhook_events WHERE event_id LIKE 'old-%' AND replay_of IS NULL"
-            )
-            .await,
-            1,
-            "{backend:?}: the replay stays, its replay_of cleared"
-        );
-        assert_eq!(
-            count(db, "SELECT count(*) FROM webhook_inbox").await,
-            255,
-            "{backend:?}: the inbox is never purged"
-        );
-        assert_eq!(
-            count(db, "SELECT count(*) FROM object_state").await,
-            11,
-            "{backend:?}: the projection is never purged"
-        );
-        assert_eq!(current_revision(db, "shop", "order-9").await, Some(25));
+        let recorded = deliver(db, &body, long_ago + Duration::seconds(i), None).await;
+        first_old_archive_id.get_or_insert(recorded.archive_id);
     }
+    for i in 0..5_i64 {
+        let body = event(&format!("new-{i}"), "order-new", i + 1, "{}");
+        deliver(db, &body, Utc::now(), None).await;
+    }
+    // A replay today of a delivery about to be purged.
+    let replay = deliver(
+        db,
+        &event("old-0", "order-0", 1, r#"{"i":0}"#),
+        Utc::now(),
+        first_old_archive_id,
+    )
+    .await;
+    assert_eq!(replay.outcome, Outcome::Duplicate);
+
+    let one_batch = purge_batch(&db.conn, cutoff(), 40)
+        .await
+        .expect("one batch");
+    let rest = purge_archive(db, cutoff(), 40).await.expect("purge");
+    let again = purge_archive(db, cutoff(), 40).await.expect("purge again");
+
+    assert_eq!((one_batch, rest, again), (40, 210, 0), "{backend:?}");
+    assert_eq!(
+        count(db, "SELECT count(*) FROM webhook_events").await,
+        6,
+        "{backend:?}: the five recent deliveries and the replay stay"
+    );
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM webhook_events WHERE event_id LIKE 'old-%' AND replay_of IS NULL"
+        )
+        .await,
+        1,
+        "{backend:?}: the replay stays, its replay_of cleared"
+    );
+    assert_eq!(
+        count(db, "SELECT count(*) FROM webhook_inbox").await,
+        255,
+        "{backend:?}: the inbox is never purged"
+    );
+    assert_eq!(
+        count(db, "SELECT count(*) FROM object_state").await,
+        11,
+        "{backend:?}: the projection is never purged"
+    );
+    assert_eq!(current_revision(db, "shop", "order-9").await, Some(25));
 }
 
 /// `n` archive rows received 100 days ago, written directly (PostgreSQL).
@@ -232,176 +228,173 @@ async fn four_objects(db: &Db) {
     .await;
 }
 
-#[tokio::test]
-async fn verify_reports_corrupted_and_missing_projection_rows_and_repair_rederives_them() {
-    for backend in BOTH {
-        let test_db = test_db(backend).await;
-        let db = &test_db.db;
-        four_objects(db).await;
-        let clean = verify(db, cutoff(), false).await.expect("verify");
-        assert_eq!(clean.drifts, vec![], "{backend:?}");
+both_backends!(verify_reports_corrupted_and_missing_projection_rows_and_repair_rederives_them);
+async fn verify_reports_corrupted_and_missing_projection_rows_and_repair_rederives_them(
+    backend: Backend,
+) {
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    four_objects(db).await;
+    let clean = verify(db, cutoff(), false).await.expect("verify");
+    assert_eq!(clean.drifts, vec![], "{backend:?}");
 
-        execute(
-            db,
-            r#"UPDATE object_state SET revision = 7, snapshot = '{"r":7}' WHERE object_id = 'A'"#,
-        )
-        .await;
-        execute(db, "DELETE FROM object_state WHERE object_id = 'B'").await;
-        execute(
-            db,
-            r#"UPDATE object_state SET snapshot = '{"r":99}' WHERE object_id = 'C'"#,
-        )
-        .await;
-        // The same JSON value written differently is no drift (jsonb equality on both backends).
-        execute(
+    execute(
+        db,
+        r#"UPDATE object_state SET revision = 7, snapshot = '{"r":7}' WHERE object_id = 'A'"#,
+    )
+    .await;
+    execute(db, "DELETE FROM object_state WHERE object_id = 'B'").await;
+    execute(
+        db,
+        r#"UPDATE object_state SET snapshot = '{"r":99}' WHERE object_id = 'C'"#,
+    )
+    .await;
+    // The same JSON value written differently is no drift (jsonb equality on both backends).
+    execute(
             db,
             r#"UPDATE object_state SET snapshot = '{ "b": [true, "x"], "a": 1.0 }' WHERE object_id = 'D'"#,
         )
         .await;
 
-        let found = verify(db, cutoff(), false).await.expect("verify");
-        let expected = vec![
-            Drift::ProjectionDiffers {
-                source: "shop".into(),
-                object_id: "A".into(),
-                projected_revision: 7,
-                greatest_revision: 3,
-            },
-            Drift::ProjectionMissing {
-                source: "shop".into(),
-                object_id: "B".into(),
-                greatest_revision: 1,
-            },
-            Drift::ProjectionDiffers {
-                source: "shop".into(),
-                object_id: "C".into(),
-                projected_revision: 2,
-                greatest_revision: 2,
-            },
-        ];
-        assert_eq!(found.drifts, expected, "{backend:?}");
-        assert_eq!((found.repaired, found.remaining()), (0, 3));
-        assert_eq!(
-            projection(db, "A").await,
-            Some((7, r#"{"r":7}"#.into())),
-            "{backend:?}: without --repair nothing changes"
-        );
-        assert!(found.drifts[0].to_string().contains("shop/A"));
-        assert!(found.drifts[0].to_string().contains("--repair"));
+    let found = verify(db, cutoff(), false).await.expect("verify");
+    let expected = vec![
+        Drift::ProjectionDiffers {
+            source: "shop".into(),
+            object_id: "A".into(),
+            projected_revision: 7,
+            greatest_revision: 3,
+        },
+        Drift::ProjectionMissing {
+            source: "shop".into(),
+            object_id: "B".into(),
+            greatest_revision: 1,
+        },
+        Drift::ProjectionDiffers {
+            source: "shop".into(),
+            object_id: "C".into(),
+            projected_revision: 2,
+            greatest_revision: 2,
+        },
+    ];
+    assert_eq!(found.drifts, expected, "{backend:?}");
+    assert_eq!((found.repaired, found.remaining()), (0, 3));
+    assert_eq!(
+        projection(db, "A").await,
+        Some((7, r#"{"r":7}"#.into())),
+        "{backend:?}: without --repair nothing changes"
+    );
+    assert!(found.drifts[0].to_string().contains("shop/A"));
+    assert!(found.drifts[0].to_string().contains("--repair"));
 
-        let repaired = verify(db, cutoff(), true).await.expect("repair");
-        assert_eq!(repaired.drifts, expected, "{backend:?}");
-        assert_eq!((repaired.repaired, repaired.remaining()), (3, 0));
-        assert_eq!(projection(db, "A").await, Some((3, r#"{"r":3}"#.into())));
-        assert_eq!(projection(db, "B").await, Some((1, r#"{"r":1}"#.into())));
-        assert_eq!(projection(db, "C").await, Some((2, r#"{"r":2}"#.into())));
+    let repaired = verify(db, cutoff(), true).await.expect("repair");
+    assert_eq!(repaired.drifts, expected, "{backend:?}");
+    assert_eq!((repaired.repaired, repaired.remaining()), (3, 0));
+    assert_eq!(projection(db, "A").await, Some((3, r#"{"r":3}"#.into())));
+    assert_eq!(projection(db, "B").await, Some((1, r#"{"r":1}"#.into())));
+    assert_eq!(projection(db, "C").await, Some((2, r#"{"r":2}"#.into())));
 
-        let after = verify(db, cutoff(), false).await.expect("verify again");
-        assert_eq!(after.drifts, vec![], "{backend:?}");
-        assert_eq!(count(db, "SELECT count(*) FROM verify_runs").await, 4);
-        assert_eq!(
-            count(
-                db,
-                "SELECT count(*) FROM verify_runs WHERE drift_count = 3 AND repaired = 3"
-            )
-            .await,
-            1
-        );
-        let overview = app::db::overview::overview(db, 1).await.expect("overview");
-        let last = overview.last_verify.expect("a recorded run");
-        assert_eq!(
-            (last.drift_count, last.repaired, last.summary.as_str()),
-            (0, 0, "no drift"),
-            "{backend:?}"
-        );
-    }
+    let after = verify(db, cutoff(), false).await.expect("verify again");
+    assert_eq!(after.drifts, vec![], "{backend:?}");
+    assert_eq!(count(db, "SELECT count(*) FROM verify_runs").await, 4);
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM verify_runs WHERE drift_count = 3 AND repaired = 3"
+        )
+        .await,
+        1
+    );
+    let overview = app::db::overview::overview(db, 1).await.expect("overview");
+    let last = overview.last_verify.expect("a recorded run");
+    assert_eq!(
+        (last.drift_count, last.repaired, last.summary.as_str()),
+        (0, 0, "no drift"),
+        "{backend:?}"
+    );
 }
 
-#[tokio::test]
-async fn verify_reports_archive_drift_and_repair_leaves_the_records_alone() {
-    for backend in BOTH {
-        let test_db = test_db(backend).await;
-        let db = &test_db.db;
-        deliver(db, &event("e1", "X", 1, "{}"), Utc::now(), None).await;
-        deliver(db, &event("e2", "X", 2, "{}"), Utc::now(), None).await;
-        deliver(db, &event("e3", "Y", 1, "{}"), Utc::now(), None).await;
-        let long_ago = Utc::now() - Duration::days(100);
-        deliver(db, &event("purged", "Z", 1, "{}"), long_ago, None).await;
-        assert_eq!(purge_archive(db, cutoff(), 10).await.expect("purge"), 1);
+both_backends!(verify_reports_archive_drift_and_repair_leaves_the_records_alone);
+async fn verify_reports_archive_drift_and_repair_leaves_the_records_alone(backend: Backend) {
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    deliver(db, &event("e1", "X", 1, "{}"), Utc::now(), None).await;
+    deliver(db, &event("e2", "X", 2, "{}"), Utc::now(), None).await;
+    deliver(db, &event("e3", "Y", 1, "{}"), Utc::now(), None).await;
+    let long_ago = Utc::now() - Duration::days(100);
+    deliver(db, &event("purged", "Z", 1, "{}"), long_ago, None).await;
+    assert_eq!(purge_archive(db, cutoff(), 10).await.expect("purge"), 1);
 
-        execute(db, "DELETE FROM webhook_events WHERE event_id = 'e1'").await;
-        execute(
-            db,
-            "UPDATE webhook_events SET revision = 5 WHERE event_id = 'e2'",
-        )
-        .await;
-        execute(db, "DELETE FROM webhook_inbox WHERE event_id = 'e3'").await;
+    execute(db, "DELETE FROM webhook_events WHERE event_id = 'e1'").await;
+    execute(
+        db,
+        "UPDATE webhook_events SET revision = 5 WHERE event_id = 'e2'",
+    )
+    .await;
+    execute(db, "DELETE FROM webhook_inbox WHERE event_id = 'e3'").await;
 
-        let report = verify(db, cutoff(), true).await.expect("verify");
-        let archive_id = |event_id: &str| {
-            let db = db.clone();
-            let event_id = event_id.to_string();
-            async move {
-                scalar(
-                    &db,
-                    "SELECT id FROM webhook_events WHERE event_id = $1",
-                    vec![event_id.into()],
-                )
-                .await
-                .expect("archive row")
-            }
-        };
-        assert_eq!(
-            report.drifts,
-            vec![
-                Drift::ProjectionWithoutInbox {
-                    source: "shop".into(),
-                    object_id: "Y".into(),
-                    projected_revision: 1,
-                },
-                Drift::ArchiveMissing {
-                    source: "shop".into(),
-                    event_id: "e1".into(),
-                },
-                Drift::ArchiveContradicts {
-                    archive_id: archive_id("e2").await,
-                    source: "shop".into(),
-                    event_id: Some("e2".into()),
-                    outcome: "applied".into(),
-                    problem: "claims applied at revision 5 but the inbox row holds revision 2"
-                        .into(),
-                },
-                Drift::ArchiveContradicts {
-                    archive_id: archive_id("e3").await,
-                    source: "shop".into(),
-                    event_id: Some("e3".into()),
-                    outcome: "applied".into(),
-                    problem: "claims applied but the inbox has no row of this event".into(),
-                },
-            ],
-            "{backend:?}: the purged archive row of an old inbox row is no drift"
-        );
-        assert_eq!((report.repaired, report.remaining()), (0, 4));
-        assert_eq!(
+    let report = verify(db, cutoff(), true).await.expect("verify");
+    let archive_id = |event_id: &str| {
+        let db = db.clone();
+        let event_id = event_id.to_string();
+        async move {
             scalar(
-                db,
-                "SELECT revision FROM webhook_events WHERE event_id = 'e2'",
-                vec![]
+                &db,
+                "SELECT id FROM webhook_events WHERE event_id = $1",
+                vec![event_id.into()],
             )
-            .await,
-            Some(5),
-            "{backend:?}: archive rows are never rewritten"
-        );
-        assert_eq!(current_revision(db, "shop", "Y").await, Some(1));
-        assert_eq!(
-            count(
-                db,
-                "SELECT count(*) FROM verify_runs WHERE drift_count = 4 AND repaired = 0"
-            )
-            .await,
-            1
-        );
-    }
+            .await
+            .expect("archive row")
+        }
+    };
+    assert_eq!(
+        report.drifts,
+        vec![
+            Drift::ProjectionWithoutInbox {
+                source: "shop".into(),
+                object_id: "Y".into(),
+                projected_revision: 1,
+            },
+            Drift::ArchiveMissing {
+                source: "shop".into(),
+                event_id: "e1".into(),
+            },
+            Drift::ArchiveContradicts {
+                archive_id: archive_id("e2").await,
+                source: "shop".into(),
+                event_id: Some("e2".into()),
+                outcome: "applied".into(),
+                problem: "claims applied at revision 5 but the inbox row holds revision 2".into(),
+            },
+            Drift::ArchiveContradicts {
+                archive_id: archive_id("e3").await,
+                source: "shop".into(),
+                event_id: Some("e3".into()),
+                outcome: "applied".into(),
+                problem: "claims applied but the inbox has no row of this event".into(),
+            },
+        ],
+        "{backend:?}: the purged archive row of an old inbox row is no drift"
+    );
+    assert_eq!((report.repaired, report.remaining()), (0, 4));
+    assert_eq!(
+        scalar(
+            db,
+            "SELECT revision FROM webhook_events WHERE event_id = 'e2'",
+            vec![]
+        )
+        .await,
+        Some(5),
+        "{backend:?}: archive rows are never rewritten"
+    );
+    assert_eq!(current_revision(db, "shop", "Y").await, Some(1));
+    assert_eq!(
+        count(
+            db,
+            "SELECT count(*) FROM verify_runs WHERE drift_count = 4 AND repaired = 0"
+        )
+        .await,
+        1
+    );
 }
 
 #[tokio::test]
@@ -475,7 +468,7 @@ async fn a_repair_waits_for_a_delivery_holding_the_row_and_derives_from_what_it_
 
 /// Measures a batched purge of 500,000 of 1,000,000 archive rows and the latency of deliveries
 /// sent meanwhile. Run by hand:
-/// `cargo nextest run -p server --test maintenance --run-ignored only --no-capture`.
+/// `cargo nextest run -p server --test it --run-ignored only --no-capture maintenance::measure`.
 #[tokio::test]
 #[ignore = "a measurement, minutes long"]
 async fn measure_a_batched_purge_of_half_a_million_rows_under_ingest() {

@@ -1,12 +1,10 @@
 //! Bad input and failed authentication: clear 4xx answers, never a 5xx, nothing applied.
 
-mod support;
-
+use crate::support::*;
 use app::schemes::Scheme;
-use support::*;
 
-#[tokio::test]
-async fn bad_bodies_are_answered_with_a_reason_and_archived_as_invalid() {
+both_backends!(bad_bodies_are_answered_with_a_reason_and_archived_as_invalid);
+async fn bad_bodies_are_answered_with_a_reason_and_archived_as_invalid(backend: Backend) {
     let long = "x".repeat(256);
     // (body, expected HTTP status, a word the reason must contain)
     let cases: Vec<(Vec<u8>, u16, &str)> = vec![
@@ -68,55 +66,57 @@ async fn bad_bodies_are_answered_with_a_reason_and_archived_as_invalid() {
             "event_id",
         ),
     ];
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        for (i, (body, status, word)) in cases.iter().enumerate() {
-            let answer = app.send_bytes("shop", body, &[]).await;
+    let app = spawn_app(backend).await;
+    for (i, (body, status, word)) in cases.iter().enumerate() {
+        let answer = app.send_bytes("shop", body, &[]).await;
 
-            assert_eq!(
-                answer.status, *status,
-                "{backend:?} case {i}: {:?}",
-                answer.body
-            );
-            assert_eq!(answer.body["status"], "invalid", "{backend:?} case {i}");
-            let reason = answer.body["reason"].as_str().unwrap_or_default();
-            assert!(
-                reason.contains(word),
-                "{backend:?} case {i}: reason {reason:?} should name {word:?}"
-            );
-        }
         assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_events WHERE status = 'failed' AND outcome = 'invalid'").await,
-            cases.len() as i64,
-            "{backend:?}: every bad delivery is archived"
+            answer.status, *status,
+            "{backend:?} case {i}: {:?}",
+            answer.body
         );
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_events").await,
-            cases.len() as i64
-        );
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
-            0,
-            "{backend:?}: nothing claimed"
-        );
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM object_state").await,
-            0,
-            "{backend:?}: nothing applied"
-        );
-        let readable = texts(
-            &app.db,
-            "SELECT error_message FROM webhook_events WHERE event_id = 'b2'",
-            vec![],
-        )
-        .await;
+        assert_eq!(answer.body["status"], "invalid", "{backend:?} case {i}");
+        let reason = answer.body["reason"].as_str().unwrap_or_default();
         assert!(
-            readable[0][0]
-                .as_deref()
-                .is_some_and(|m| m.contains("revision")),
-            "the error is archived"
+            reason.contains(word),
+            "{backend:?} case {i}: reason {reason:?} should name {word:?}"
         );
     }
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM webhook_events WHERE status = 'failed' AND outcome = 'invalid'"
+        )
+        .await,
+        cases.len() as i64,
+        "{backend:?}: every bad delivery is archived"
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        cases.len() as i64
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
+        0,
+        "{backend:?}: nothing claimed"
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM object_state").await,
+        0,
+        "{backend:?}: nothing applied"
+    );
+    let readable = texts(
+        &app.db,
+        "SELECT error_message FROM webhook_events WHERE event_id = 'b2'",
+        vec![],
+    )
+    .await;
+    assert!(
+        readable[0][0]
+            .as_deref()
+            .is_some_and(|m| m.contains("revision")),
+        "the error is archived"
+    );
 }
 
 #[tokio::test]
@@ -158,56 +158,54 @@ fn hookbox_signature(secret: &str, t: i64, body: &str) -> String {
     headers.into_iter().next().expect("one header").1
 }
 
-#[tokio::test]
-async fn failed_authentication_is_401_and_nothing_is_archived() {
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        let body = event("e1", "o1", 1, "{}");
-        let now = now();
-        let header = |value: String| vec![("X-Hookbox-Signature".to_string(), value)];
-        let attempts: Vec<Attempt> = vec![
-            ("unsigned", vec![], body.clone()),
-            (
-                "wrong secret",
-                header(hookbox_signature("not-the-secret", now, &body)),
-                body.clone(),
-            ),
-            (
-                "10 minutes old",
-                header(hookbox_signature(SHOP_SECRET, now - 600, &body)),
-                body.clone(),
-            ),
-            (
-                "10 minutes ahead",
-                header(hookbox_signature(SHOP_SECRET, now + 600, &body)),
-                body.clone(),
-            ),
-            (
-                "body changed",
-                header(hookbox_signature(SHOP_SECRET, now, &body)),
-                body.replace("o1", "o2"),
-            ),
-            ("garbage header", header("t=abc,v1=zz".into()), body.clone()),
-        ];
-        for (what, headers, sent) in attempts {
-            let answer = app.post("shop", &headers, sent.into_bytes()).await;
-            assert_eq!(
-                (answer.status, &answer.body),
-                (401, &serde_json::json!({"status":"unauthorized"})),
-                "{backend:?}: {what}"
-            );
-        }
+both_backends!(failed_authentication_is_401_and_nothing_is_archived);
+async fn failed_authentication_is_401_and_nothing_is_archived(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let body = event("e1", "o1", 1, "{}");
+    let now = now();
+    let header = |value: String| vec![("X-Hookbox-Signature".to_string(), value)];
+    let attempts: Vec<Attempt> = vec![
+        ("unsigned", vec![], body.clone()),
+        (
+            "wrong secret",
+            header(hookbox_signature("not-the-secret", now, &body)),
+            body.clone(),
+        ),
+        (
+            "10 minutes old",
+            header(hookbox_signature(SHOP_SECRET, now - 600, &body)),
+            body.clone(),
+        ),
+        (
+            "10 minutes ahead",
+            header(hookbox_signature(SHOP_SECRET, now + 600, &body)),
+            body.clone(),
+        ),
+        (
+            "body changed",
+            header(hookbox_signature(SHOP_SECRET, now, &body)),
+            body.replace("o1", "o2"),
+        ),
+        ("garbage header", header("t=abc,v1=zz".into()), body.clone()),
+    ];
+    for (what, headers, sent) in attempts {
+        let answer = app.post("shop", &headers, sent.into_bytes()).await;
         assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_events").await,
-            0,
-            "{backend:?}"
-        );
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
-            0,
-            "{backend:?}"
+            (answer.status, &answer.body),
+            (401, &serde_json::json!({"status":"unauthorized"})),
+            "{backend:?}: {what}"
         );
     }
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        0,
+        "{backend:?}"
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
+        0,
+        "{backend:?}"
+    );
 }
 
 #[tokio::test]
@@ -279,37 +277,35 @@ fn config_with_server(server: &str) -> app::config::Config {
         .expect("valid config")
 }
 
-#[tokio::test]
-async fn unsigned_requests_do_not_spend_a_sources_rate_limit() {
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        // `limited` allows 2 a second; a flood of junk comes first.
-        for _ in 0..10 {
-            let junk = app
-                .post("limited", &[], event("junk", "o", 1, "{}").into_bytes())
-                .await;
-            assert_eq!(junk.status, 401, "{backend:?}");
-        }
-
-        let genuine = app.send("limited", &event("real-1", "o1", 1, "{}")).await;
-
-        assert_eq!(
-            genuine.outcome(),
-            "applied",
-            "{backend:?}: {:?}",
-            genuine.body
-        );
-        // Authenticated deliveries still count: the limit holds for them.
-        let mut answers = Vec::new();
-        for i in 2..6 {
-            answers.push(
-                app.send("limited", &event(&format!("real-{i}"), "o1", i, "{}"))
-                    .await
-                    .status,
-            );
-        }
-        assert!(answers.contains(&429), "{backend:?}: {answers:?}");
+both_backends!(unsigned_requests_do_not_spend_a_sources_rate_limit);
+async fn unsigned_requests_do_not_spend_a_sources_rate_limit(backend: Backend) {
+    let app = spawn_app(backend).await;
+    // `limited` allows 2 a second; a flood of junk comes first.
+    for _ in 0..10 {
+        let junk = app
+            .post("limited", &[], event("junk", "o", 1, "{}").into_bytes())
+            .await;
+        assert_eq!(junk.status, 401, "{backend:?}");
     }
+
+    let genuine = app.send("limited", &event("real-1", "o1", 1, "{}")).await;
+
+    assert_eq!(
+        genuine.outcome(),
+        "applied",
+        "{backend:?}: {:?}",
+        genuine.body
+    );
+    // Authenticated deliveries still count: the limit holds for them.
+    let mut answers = Vec::new();
+    for i in 2..6 {
+        answers.push(
+            app.send("limited", &event(&format!("real-{i}"), "o1", i, "{}"))
+                .await
+                .status,
+        );
+    }
+    assert!(answers.contains(&429), "{backend:?}: {answers:?}");
 }
 
 /// A client that writes its whole request before reading, as simple senders do, over a raw
@@ -478,103 +474,99 @@ async fn a_request_id_a_client_sends_is_kept_only_when_short_and_plain() {
     }
 }
 
-#[tokio::test]
-async fn numbers_postgresql_cannot_store_are_422_and_archived_on_both_backends() {
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        for (i, number) in ["10e-16384", "0e-20000", "1.0e-16383"].iter().enumerate() {
-            let id = format!("n{i}");
-            let answer = app
-                .send(
-                    "shop",
-                    &event(&id, "o", 1, &format!(r#"{{"amount":{number}}}"#)),
-                )
-                .await;
-            assert_eq!(
-                answer.status, 422,
-                "{backend:?} {number}: {:?}",
-                answer.body
-            );
-            assert_eq!(answer.body["status"], "invalid");
-            assert!(
-                answer.body["reason"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .contains("number"),
-                "{:?}",
-                answer.body
-            );
-        }
-        // The JSON reader refuses them, so the archive rows carry no event id: one each.
+both_backends!(numbers_postgresql_cannot_store_are_422_and_archived_on_both_backends);
+async fn numbers_postgresql_cannot_store_are_422_and_archived_on_both_backends(backend: Backend) {
+    let app = spawn_app(backend).await;
+    for (i, number) in ["10e-16384", "0e-20000", "1.0e-16383"].iter().enumerate() {
+        let id = format!("n{i}");
+        let answer = app
+            .send(
+                "shop",
+                &event(&id, "o", 1, &format!(r#"{{"amount":{number}}}"#)),
+            )
+            .await;
         assert_eq!(
+            answer.status, 422,
+            "{backend:?} {number}: {:?}",
+            answer.body
+        );
+        assert_eq!(answer.body["status"], "invalid");
+        assert!(
+            answer.body["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("number"),
+            "{:?}",
+            answer.body
+        );
+    }
+    // The JSON reader refuses them, so the archive rows carry no event id: one each.
+    assert_eq!(
             count(&app.db, "SELECT count(*) FROM webhook_events WHERE status = 'failed' AND outcome = 'invalid' AND error_message LIKE '%number%'").await,
             3,
             "{backend:?}: archived, nothing lost"
         );
-        // The largest scale PostgreSQL stores is applied on both.
-        let fine = app
-            .send("shop", &event("fine", "o", 1, r#"{"amount":1e-16383}"#))
-            .await;
-        assert_eq!(fine.outcome(), "applied", "{backend:?}: {:?}", fine.body);
-        assert_eq!(
-            count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
-            1
-        );
-    }
+    // The largest scale PostgreSQL stores is applied on both.
+    let fine = app
+        .send("shop", &event("fine", "o", 1, r#"{"amount":1e-16383}"#))
+        .await;
+    assert_eq!(fine.outcome(), "applied", "{backend:?}: {:?}", fine.body);
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
+        1
+    );
 }
 
+both_backends!(a_delivery_the_database_refuses_is_422_and_archived_not_503);
 /// Any refusal the database makes of a delivery's data is deterministic: a retry meets it again.
 /// It is archived as invalid and answered 422, never an endless 503. Here a constraint the test
 /// adds stands for refusals the parser cannot foresee.
-#[tokio::test]
-async fn a_delivery_the_database_refuses_is_422_and_archived_not_503() {
+async fn a_delivery_the_database_refuses_is_422_and_archived_not_503(backend: Backend) {
     use sea_orm::ConnectionTrait;
-    for backend in BOTH {
-        let app = spawn_app(backend).await;
-        let refuse = match backend {
+    let app = spawn_app(backend).await;
+    let refuse = match backend {
             Backend::Postgres => "ALTER TABLE webhook_inbox ADD CONSTRAINT test_refuses CHECK (event_id <> 'refused')",
             Backend::Sqlite => "CREATE TRIGGER test_refuses BEFORE INSERT ON webhook_inbox
                                 WHEN NEW.event_id = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
         };
-        app.db
-            .conn
-            .execute_unprepared(refuse)
-            .await
-            .expect("add the refusal");
+    app.db
+        .conn
+        .execute_unprepared(refuse)
+        .await
+        .expect("add the refusal");
 
-        let refused = app.send("shop", &event("refused", "o1", 1, "{}")).await;
-        let again = app.send("shop", &event("refused", "o1", 1, "{}")).await;
-        let fine = app.send("shop", &event("fine", "o1", 1, "{}")).await;
+    let refused = app.send("shop", &event("refused", "o1", 1, "{}")).await;
+    let again = app.send("shop", &event("refused", "o1", 1, "{}")).await;
+    let fine = app.send("shop", &event("fine", "o1", 1, "{}")).await;
 
-        for answer in [&refused, &again] {
-            assert_eq!(answer.status, 422, "{backend:?}: {:?}", answer.body);
-            assert!(
-                answer.body["reason"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .starts_with("the database refused this delivery"),
-                "{backend:?}: {:?}",
-                answer.body
-            );
-        }
-        assert_eq!(fine.outcome(), "applied", "{backend:?}");
-        assert_eq!(
-            archived(&app.db, "shop", "refused").await,
-            [
-                ("failed".to_string(), "invalid".to_string()),
-                ("failed".to_string(), "invalid".to_string())
-            ],
-            "{backend:?}: archived, nothing lost"
-        );
-        assert_eq!(
-            count(
-                &app.db,
-                "SELECT count(*) FROM webhook_inbox WHERE event_id = 'refused'"
-            )
-            .await,
-            0
+    for answer in [&refused, &again] {
+        assert_eq!(answer.status, 422, "{backend:?}: {:?}", answer.body);
+        assert!(
+            answer.body["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("the database refused this delivery"),
+            "{backend:?}: {:?}",
+            answer.body
         );
     }
+    assert_eq!(fine.outcome(), "applied", "{backend:?}");
+    assert_eq!(
+        archived(&app.db, "shop", "refused").await,
+        [
+            ("failed".to_string(), "invalid".to_string()),
+            ("failed".to_string(), "invalid".to_string())
+        ],
+        "{backend:?}: archived, nothing lost"
+    );
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM webhook_inbox WHERE event_id = 'refused'"
+        )
+        .await,
+        0
+    );
 }
 
 #[tokio::test]

@@ -1,8 +1,6 @@
 //! What monitoring and protection see: health, metrics, request ids, rate limits.
 
-mod support;
-
-use support::*;
+use crate::support::*;
 
 #[tokio::test]
 async fn metrics_count_deliveries_authentication_failures_and_the_pool() {

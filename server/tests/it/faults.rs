@@ -2,14 +2,12 @@
 //! delivery in flight, kill -9 under load, and three processes sharing one database. Waits are
 //! proven (`pg_blocking_pids`, a refused connection, a counter), never assumed from a sleep.
 
-mod support;
-
+use crate::support::*;
 use app::schemes::Scheme;
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, TransactionTrait};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::*;
 
 const CONFIG: &str = r#"
 [[sources]]

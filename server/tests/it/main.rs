@@ -1,0 +1,26 @@
+//! hookbox's integration tests, in one test binary so the whole application is linked once:
+//! `cargo nextest run -p server --test it`, or one file's tests with a filter such as
+//! `cargo nextest run -p server --test it concurrency::`.
+//!
+//! Each module was a test binary of its own; `support` is the harness they share (a fresh
+//! database per test, cloned from a migrated template, and the real server on a random port).
+//! Tests that run on both backends are two tests, `…::postgres` and `…::sqlite`
+//! (`support::both_backends!`), so a failure names its backend.
+//!
+//! Run them with nextest, which runs every test in a process of its own: the metrics recorder
+//! and the tracing subscriber are process-wide, and some tests count what they recorded.
+
+mod support;
+
+mod check_config;
+mod concurrency;
+mod dashboard;
+mod faults;
+mod maintenance;
+mod migrations;
+mod operations;
+mod outage;
+mod outcomes;
+mod providers;
+mod rejections;
+mod sign_in;

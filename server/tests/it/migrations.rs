@@ -1,0 +1,191 @@
+//! The migrations on an empty database of each backend: all the way up, all the way down and up
+//! again, and each one's `down` undoing exactly what its `up` did.
+
+use crate::support::*;
+use app::db::Db;
+use migration::{Migrator, MigratorTrait};
+use sea_orm::DatabaseBackend;
+
+/// Every table the migrations create.
+const TABLES: [&str; 9] = [
+    "archive_day_counts",
+    "archive_days_counted",
+    "audit_log",
+    "object_state",
+    "sessions",
+    "users",
+    "verify_runs",
+    "webhook_events",
+    "webhook_inbox",
+];
+
+/// The tables of the database, sorted, but for the migrator's own (`seaql_migrations`).
+async fn tables(db: &Db) -> Vec<String> {
+    let sql = match db.backend() {
+        DatabaseBackend::Postgres => {
+            "SELECT table_name::text FROM information_schema.tables
+             WHERE table_schema = 'public' AND table_name <> 'seaql_migrations'"
+        }
+        _ => {
+            "SELECT name FROM sqlite_master
+             WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+               AND name <> 'seaql_migrations'"
+        }
+    };
+    let mut names: Vec<String> = texts(db, sql, vec![])
+        .await
+        .into_iter()
+        .map(|row| row[0].clone().expect("a table name"))
+        .collect();
+    names.sort();
+    names
+}
+
+async fn columns(db: &Db, table: &str) -> Vec<String> {
+    let sql = match db.backend() {
+        DatabaseBackend::Postgres => {
+            "SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = 'public' AND table_name = $1"
+        }
+        _ => "SELECT name FROM pragma_table_info($1)",
+    };
+    texts(db, sql, vec![table.into()])
+        .await
+        .into_iter()
+        .map(|row| row[0].clone().expect("a column name"))
+        .collect()
+}
+
+/// The schema as the catalog describes it, one line per column (its type, nullability and
+/// default), index and constraint, sorted, but for the migrator's own table.
+async fn schema(db: &Db) -> Vec<String> {
+    let sql = match db.backend() {
+        DatabaseBackend::Postgres => {
+            "SELECT 'column', table_name::text, concat_ws(' ', column_name, data_type, is_nullable,
+                    column_default, is_identity)
+             FROM information_schema.columns
+             WHERE table_schema = 'public' AND table_name <> 'seaql_migrations'
+             UNION ALL
+             SELECT 'index', tablename::text, indexdef
+             FROM pg_indexes
+             WHERE schemaname = 'public' AND tablename <> 'seaql_migrations'
+             UNION ALL
+             SELECT 'constraint', conrelid::regclass::text,
+                    conname::text || ' ' || pg_get_constraintdef(oid)
+             FROM pg_constraint
+             WHERE connamespace = 'public'::regnamespace
+               AND conrelid::regclass::text <> 'seaql_migrations'
+             ORDER BY 1, 2, 3"
+        }
+        // SQLite keeps constraints in the table's CREATE statement: it is compared with its
+        // white space collapsed, as ALTER TABLE edits that text.
+        _ => {
+            "SELECT 'column', m.name, p.name || ' ' || p.type || ' ' || p.\"notnull\" || ' '
+                    || coalesce(p.dflt_value, '') || ' ' || p.pk
+             FROM sqlite_master m JOIN pragma_table_info(m.name) p
+             WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+               AND m.name <> 'seaql_migrations'
+             UNION ALL
+             SELECT type, tbl_name, sql
+             FROM sqlite_master
+             WHERE type <> 'table' AND sql IS NOT NULL AND tbl_name <> 'seaql_migrations'
+             UNION ALL
+             SELECT 'table', name, sql
+             FROM sqlite_master
+             WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+               AND name <> 'seaql_migrations'
+             ORDER BY 1, 2, 3"
+        }
+    };
+    texts(db, sql, vec![])
+        .await
+        .into_iter()
+        .map(|row| {
+            let line = row.into_iter().flatten().collect::<Vec<_>>().join(" ");
+            line.split_whitespace().collect::<Vec<_>>().join(" ")
+        })
+        .collect()
+}
+
+/// Fails naming the lines of the schema `got` has and `expected` lacks, and the other way round.
+fn assert_same_schema(got: &[String], expected: &[String], what: &str) {
+    let extra: Vec<_> = got.iter().filter(|l| !expected.contains(l)).collect();
+    let missing: Vec<_> = expected.iter().filter(|l| !got.contains(l)).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "{what}: the schema has {extra:#?} too many and lacks {missing:#?}"
+    );
+}
+
+both_backends!(the_migrations_go_up_all_the_way_down_and_up_again);
+async fn the_migrations_go_up_all_the_way_down_and_up_again(backend: Backend) {
+    let test_db = empty_db(backend).await;
+    let db = &test_db.db;
+    assert_eq!(
+        tables(db).await,
+        Vec::<String>::new(),
+        "{backend:?}: an empty database"
+    );
+
+    Migrator::up(&db.writer, None).await.expect("up");
+    assert_eq!(tables(db).await, TABLES, "{backend:?}: after up");
+    assert!(
+        columns(db, "webhook_inbox")
+            .await
+            .contains(&"signed_body_digest".to_string()),
+        "{backend:?}: the inbox has its signed-body digest"
+    );
+    let migrated = schema(db).await;
+
+    Migrator::down(&db.writer, None).await.expect("down");
+    assert_eq!(
+        tables(db).await,
+        Vec::<String>::new(),
+        "{backend:?}: after down"
+    );
+    assert_same_schema(&schema(db).await, &[], &format!("{backend:?}: after down"));
+    assert_eq!(
+        count(db, "SELECT count(*) FROM seaql_migrations").await,
+        0,
+        "{backend:?}: no migration recorded as applied"
+    );
+
+    Migrator::up(&db.writer, None).await.expect("up again");
+    assert_eq!(tables(db).await, TABLES, "{backend:?}: after up again");
+    assert_same_schema(
+        &schema(db).await,
+        &migrated,
+        &format!("{backend:?}: after up again"),
+    );
+}
+
+both_backends!(each_migrations_down_undoes_exactly_its_up);
+async fn each_migrations_down_undoes_exactly_its_up(backend: Backend) {
+    let test_db = empty_db(backend).await;
+    let db = &test_db.db;
+    let names: Vec<String> = Migrator::migrations()
+        .iter()
+        .map(|m| m.name().to_string())
+        .collect();
+    // The schema before each migration, then after the last.
+    let mut schemas = vec![schema(db).await];
+    for name in &names {
+        Migrator::up(&db.writer, Some(1)).await.expect(name);
+        let after = schema(db).await;
+        assert_ne!(
+            Some(&after),
+            schemas.last(),
+            "{backend:?}: {name} changes the schema"
+        );
+        schemas.push(after);
+    }
+    for name in names.iter().rev() {
+        schemas.pop();
+        Migrator::down(&db.writer, Some(1)).await.expect(name);
+        assert_same_schema(
+            &schema(db).await,
+            schemas.last().expect("the schema before it"),
+            &format!("{backend:?}: the down of {name}"),
+        );
+    }
+}
