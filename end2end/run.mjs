@@ -176,6 +176,8 @@ test('the filter form and the bulk replay follow the URL after Clear and the Bac
   await source.fill('legacy');
   await page.getByRole('button', { name: 'Apply' }).click();
   await page.waitForURL(/status=failed.*source=legacy/);
+  // Apply submits the form: a new page, whose button works once it has hydrated.
+  await hydrated(page);
   await page.getByTestId('bulk-dry-run').click();
   const dry = page.getByTestId('bulk-dry-run-result');
   await dry.waitFor();
