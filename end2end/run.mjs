@@ -131,10 +131,16 @@ test('after fixing its cause, an operator dry-runs then replays a failed deliver
   const dry = page.getByTestId('dry-run-result');
   await dry.waitFor();
   assert.match(await dry.innerText(), /Would be: applied/);
+  const related = page.getByTestId('related').locator('li');
+  const before = await related.count();
   await page.getByTestId('confirm-replay').click();
   const done = page.getByTestId('replay-result');
   await done.waitFor();
   assert.match(await done.innerText(), /Replayed: applied/);
+  // The page refreshes what the replay changed: the new delivery is among this event's.
+  const newId = (await done.getByRole('link').innerText()).match(/\d+/)[0];
+  await page.getByTestId('related').getByRole('link', { name: `delivery ${newId}` }).waitFor();
+  assert.equal(await related.count(), before + 1, 'one more delivery of this event');
   await done.getByRole('link').click();
   await page.getByTestId('error-message').waitFor();
   assert.match(await page.locator('dl.fields').innerText(), /Replay of\s+delivery \d+ by admin/);
