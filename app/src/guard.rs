@@ -96,12 +96,7 @@ pub async fn require(role: Role) -> Result<User, DashboardError> {
 pub fn unavailable(error: &dyn std::fmt::Display) -> DashboardError {
     tracing::error!(%error, "dashboard query failed");
     let request_id = request_parts()
-        .and_then(|p| {
-            p.headers
-                .get("x-request-id")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        })
+        .map(|p| crate::request_id::of(&p.headers))
         .unwrap_or_else(|| "-".into());
     fail(DashboardError::Unavailable { request_id })
 }

@@ -32,6 +32,8 @@ pub mod present;
 #[cfg(feature = "ssr")]
 pub mod providers;
 #[cfg(feature = "ssr")]
+pub mod request_id;
+#[cfg(feature = "ssr")]
 pub mod schemes;
 
 use leptos::prelude::*;

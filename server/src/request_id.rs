@@ -9,8 +9,7 @@ use axum::response::Response;
 use std::convert::Infallible;
 use std::fmt;
 
-/// The header carrying it.
-pub const HEADER: &str = "x-request-id";
+pub use app::request_id::HEADER;
 
 /// The longest `x-request-id` kept from a client or proxy.
 pub const MAX_REQUEST_ID_LEN: usize = 64;
@@ -40,13 +39,7 @@ pub struct RequestId(pub String);
 
 impl RequestId {
     pub fn of(headers: &axum::http::HeaderMap) -> RequestId {
-        RequestId(
-            headers
-                .get(HEADER)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-")
-                .to_string(),
-        )
+        RequestId(app::request_id::of(headers))
     }
 }
 

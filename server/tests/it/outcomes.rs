@@ -353,3 +353,47 @@ async fn every_delivery_is_archived_with_headers_and_raw_body_and_credentials_re
         .expect("bytes");
     assert_eq!(stored_body, body.as_bytes(), "{backend:?}");
 }
+
+/// The vocabulary the code shares (`model::Status`, `model::OutcomeKind` and its one mapping)
+/// is the one the schema's CHECK accepts: every outcome with its status is stored, every other
+/// pair is refused.
+both_backends!(the_schema_accepts_every_outcome_with_its_status_and_no_other_pair);
+async fn the_schema_accepts_every_outcome_with_its_status_and_no_other_pair(backend: Backend) {
+    use app::model::{OutcomeKind, Status};
+    use sea_orm::Statement;
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    let insert = |status: Status, outcome: OutcomeKind| {
+        let headers = match db.backend() {
+            sea_orm::DatabaseBackend::Postgres => "'{}'::jsonb",
+            _ => "'{}'",
+        };
+        Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
+                 VALUES ('vocabulary', $1, $2, {headers}, $3, $4)"
+            ),
+            vec![
+                status.as_str().into(),
+                outcome.as_str().into(),
+                sea_orm::Value::Bytes(Some(b"{}".to_vec())),
+                chrono::Utc::now().into(),
+            ],
+        )
+    };
+    for &outcome in OutcomeKind::ALL {
+        for &status in Status::ALL {
+            let stored = db.writer.execute_raw(insert(status, outcome)).await;
+            assert_eq!(
+                stored.is_ok(),
+                status == outcome.status(),
+                "{backend:?}: {status} / {outcome}: {stored:?}"
+            );
+        }
+    }
+    assert_eq!(
+        count(db, "SELECT count(*) FROM webhook_events").await,
+        OutcomeKind::ALL.len() as i64
+    );
+}
