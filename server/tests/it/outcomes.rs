@@ -354,9 +354,9 @@ async fn every_delivery_is_archived_with_headers_and_raw_body_and_credentials_re
     assert_eq!(stored_body, body.as_bytes(), "{backend:?}");
 }
 
-/// The vocabulary the code shares (`model::Status`, `model::OutcomeKind` and its one mapping)
-/// is the one the schema's CHECK accepts: every outcome with its status is stored, every other
-/// pair is refused.
+// The vocabulary the code shares (`model::Status`, `model::OutcomeKind` and its one mapping)
+// is the one the schema's CHECK accepts: every outcome with its status is stored, every other
+// pair is refused.
 both_backends!(the_schema_accepts_every_outcome_with_its_status_and_no_other_pair);
 async fn the_schema_accepts_every_outcome_with_its_status_and_no_other_pair(backend: Backend) {
     use app::model::{OutcomeKind, Status};
