@@ -8,6 +8,7 @@ mod m20261130_000003_verify_runs;
 mod m20261130_000004_dashboard_indexes;
 mod m20261130_000005_overview_rollup;
 mod m20261201_000006_signed_body_digest;
+mod m20261201_000007_forwarding;
 
 pub struct Migrator;
 
@@ -21,6 +22,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000004_dashboard_indexes::Migration),
             Box::new(m20261130_000005_overview_rollup::Migration),
             Box::new(m20261201_000006_signed_body_digest::Migration),
+            Box::new(m20261201_000007_forwarding::Migration),
         ]
     }
 }

@@ -65,6 +65,23 @@ pub fn summary(config: &Config) -> String {
         lines.push(source_line(source));
         lines.push(format!("  {}", mapping_line(source)));
     }
+    for destination in &config.destinations {
+        let schedule = &destination.retry_schedule_secs;
+        lines.push(format!(
+            "destination {}: {}, secret from {}, timeout {} s, {} retries ({} s … {} s){}",
+            destination.name,
+            destination.url,
+            destination.secret_env,
+            destination.timeout_secs,
+            schedule.len(),
+            schedule.first().copied().unwrap_or(0),
+            schedule.last().copied().unwrap_or(0),
+            destination
+                .rate_limit_per_sec
+                .map(|n| format!(", at most {n} a second"))
+                .unwrap_or_default()
+        ));
+    }
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
 
@@ -82,6 +99,9 @@ fn source_line(source: &Source) -> String {
     }
     if source.scheme.has_timestamp() {
         parts.push(format!("tolerance {} s", source.tolerance_secs));
+    }
+    if !source.forward.is_empty() {
+        parts.push(format!("forwards to {}", source.forward.join(", ")));
     }
     format!("source {}: {}", source.name, parts.join(", "))
 }

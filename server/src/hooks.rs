@@ -91,6 +91,7 @@ pub async fn receive(
             .scheme
             .signs_body_only()
             .then(|| ingest::body_digest(&body)),
+        forward_to: &source.forward,
     };
     let started = std::time::Instant::now();
     let (recorded, event_id, status) = match parse_envelope(&source.mapping, &headers, &body) {

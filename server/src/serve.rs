@@ -54,6 +54,12 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
             "no hookbox.toml and no HOOKBOX_CONFIG: no sources, every /hooks request is a 404"
         ),
     }
+    if !config.destinations.is_empty() {
+        tracing::warn!(
+            destinations = config.destinations.len(),
+            "forwarding is recorded but not yet sent: each applied or accepted delivery writes its forward_deliveries rows, which stay pending until the forwarder ships"
+        );
+    }
     tracing::info!(%addr, backend = ?db.backend(), "hookbox listening");
     // Archive retention: shortly after start, then daily; it ends with the process.
     tokio::spawn(app::maintenance::purge::run_daily(

@@ -6,8 +6,11 @@
 //! key. Secrets are read from the environment variables the file names and kept only as
 //! [`SecretKey`]s, which never print.
 
+pub mod destinations;
 pub mod proxies;
 pub mod settings;
+
+pub use destinations::Destination;
 
 pub use crate::db::Pools;
 pub use proxies::TrustedProxies;
@@ -32,7 +35,7 @@ pub const CONFIG_ENV: &str = "HOOKBOX_CONFIG";
 /// The config file read from the working directory when [`CONFIG_ENV`] is unset.
 pub const DEFAULT_CONFIG_FILE: &str = "hookbox.toml";
 
-const TOP_KEYS: &[&str] = &["server", "sources"];
+const TOP_KEYS: &[&str] = &["server", "sources", "destinations"];
 const SERVER_KEYS: &[&str] = &[
     "max_body_bytes",
     "retention_days",
@@ -54,6 +57,7 @@ const SOURCE_KEYS: &[&str] = &[
     "revision",
     "snapshot",
     "event_type",
+    "forward",
 ];
 
 #[derive(Debug, Clone)]
@@ -62,6 +66,8 @@ pub struct Config {
     pub path: Option<PathBuf>,
     pub server: ServerSettings,
     pub sources: Vec<Source>,
+    /// Where accepted events are forwarded (`[[destinations]]`).
+    pub destinations: Vec<Destination>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +112,8 @@ pub struct Source {
     /// that, 429 with `Retry-After`. None: unlimited.
     pub rate_limit_per_sec: Option<u32>,
     pub mapping: Mapping,
+    /// The destinations its accepted events are forwarded to (`forward = [...]`).
+    pub forward: Vec<String>,
 }
 
 impl Config {
@@ -114,6 +122,7 @@ impl Config {
             path: None,
             server: ServerSettings::default(),
             sources: Vec::new(),
+            destinations: Vec::new(),
         }
     }
 
@@ -187,6 +196,9 @@ impl Config {
             }
         };
 
+        let destinations =
+            destinations::read_destinations(top.get("destinations"), env, &mut problems);
+        let destination_names: Vec<&str> = destinations.iter().map(|d| d.name.as_str()).collect();
         let allow_unsigned = env("HOOKBOX_ALLOW_UNSIGNED").as_deref() == Some("1");
         let mut sources: Vec<Source> = Vec::new();
         let mut names: Vec<String> = Vec::new();
@@ -203,7 +215,7 @@ impl Config {
                         None => format!("#{}", index + 1),
                     };
                     let keys = Keys::new(table, Some(label), "", &mut problems);
-                    let source = read_source(keys, env, allow_unsigned, &names);
+                    let source = read_source(keys, env, allow_unsigned, &names, &destination_names);
                     if let Some(name) = table.get("name").and_then(toml::Value::as_str) {
                         names.push(name.to_string());
                     }
@@ -218,6 +230,7 @@ impl Config {
                 path: Some(path.to_path_buf()),
                 server,
                 sources,
+                destinations,
             })
         } else {
             Err(ConfigErrors(problems.found))
@@ -255,6 +268,7 @@ fn read_source(
     env: &dyn Fn(&str) -> Option<String>,
     allow_unsigned: bool,
     earlier_names: &[String],
+    destinations: &[&str],
 ) -> Option<Source> {
     let problems_before = keys.problems.found.len();
     keys.refuse_unknown(SOURCE_KEYS);
@@ -354,6 +368,19 @@ fn read_source(
         None => preset.map_or(Mode::Snapshot, |p| p.mapping().mode),
     };
     let mapping = read_mapping(&mut keys, preset, mode);
+    let forward = keys.strings("forward").unwrap_or_default();
+    for (i, name) in forward.iter().enumerate() {
+        if !destinations.contains(&name.as_str()) {
+            let known = if destinations.is_empty() {
+                "none is declared".to_string()
+            } else {
+                format!("declared: {}", destinations.join(", "))
+            };
+            keys.problem("forward", format!("unknown destination {name:?} ({known})"));
+        } else if forward[..i].contains(name) {
+            keys.problem("forward", format!("names {name:?} twice"));
+        }
+    }
 
     let complete = keys.problems.found.len() == problems_before;
     match (name, scheme, mapping) {
@@ -366,6 +393,7 @@ fn read_source(
             tolerance_secs,
             rate_limit_per_sec,
             mapping,
+            forward,
         }),
         _ => None,
     }
@@ -488,8 +516,8 @@ impl Problems {
 struct Keys<'a> {
     table: &'a toml::Table,
     source_name: Option<String>,
-    /// Prepended to key names in messages (`server.`).
-    prefix: &'static str,
+    /// Prepended to key names in messages (`server.`, `destinations.orders-app.`).
+    prefix: String,
     problems: &'a mut Problems,
     /// Keys present with a value that was refused.
     refused: Vec<String>,
@@ -499,13 +527,13 @@ impl<'a> Keys<'a> {
     fn new(
         table: &'a toml::Table,
         source_name: Option<String>,
-        prefix: &'static str,
+        prefix: &str,
         problems: &'a mut Problems,
     ) -> Keys<'a> {
         Keys {
             table,
             source_name,
-            prefix,
+            prefix: prefix.to_string(),
             problems,
             refused: Vec::new(),
         }

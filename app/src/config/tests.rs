@@ -1,4 +1,5 @@
 //! The config file's parser: every key, every problem named.
+use super::destinations;
 use super::*;
 
 fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
@@ -330,4 +331,101 @@ fn secret_values_never_appear_in_errors() {
         );
         assert!(!e.to_string().contains("topsecret"), "{e}");
     }
+}
+
+const DESTINATION_SECRET: &str = "whsec_ZGVzdGluYXRpb24ta2V5";
+
+#[test]
+fn destinations_are_read_and_sources_forward_to_them() {
+    let config = parse(
+        r#"
+[[destinations]]
+name = "orders-app"
+url = "http://127.0.0.1:9000/hookbox"
+secret_env = "ORDERS_APP_SECRET"
+rate_limit_per_sec = 100
+
+[[destinations]]
+name = "audit-app"
+url = "https://audit.example/in"
+secret_env = "AUDIT_APP_SECRET"
+timeout_secs = 5
+retry_schedule_secs = [1, 2]
+
+[[sources]]
+name = "shop"
+scheme = "hmac-sha256"
+secrets_env = ["S"]
+forward = ["orders-app", "audit-app"]
+"#,
+        &[
+            ("S", "s3cret"),
+            ("ORDERS_APP_SECRET", DESTINATION_SECRET),
+            ("AUDIT_APP_SECRET", DESTINATION_SECRET),
+        ],
+    )
+    .expect("valid");
+    let [orders, audit] = config.destinations.as_slice() else {
+        panic!("two destinations: {:?}", config.destinations);
+    };
+    assert_eq!(orders.timeout_secs, destinations::DEFAULT_TIMEOUT_SECS);
+    assert_eq!(
+        orders.retry_schedule_secs,
+        destinations::DEFAULT_RETRY_SCHEDULE_SECS
+    );
+    assert_eq!(orders.rate_limit_per_sec, Some(100));
+    assert_eq!(
+        (audit.timeout_secs, audit.retry_schedule_secs.clone()),
+        (5, vec![1, 2])
+    );
+    assert_eq!(
+        config.source("shop").expect("shop").forward,
+        ["orders-app", "audit-app"]
+    );
+}
+
+#[test]
+fn every_destination_problem_names_the_destination_and_the_key() {
+    let ConfigErrors(problems) = parse(
+        r#"
+[[destinations]]
+name = "bad-app"
+url = "ftp://example/in"
+secret_env = "MISSING_SECRET"
+retry_schedule_secs = []
+color = "blue"
+
+[[destinations]]
+name = "no-secret"
+url = "http://127.0.0.1:9000/"
+secret_env = "NOT_WHSEC"
+
+[[sources]]
+name = "shop"
+scheme = "hmac-sha256"
+secrets_env = ["S"]
+forward = ["bad-app", "nowhere", "nowhere"]
+"#,
+        &[("S", "s3cret"), ("NOT_WHSEC", "not base64!")],
+    )
+    .expect_err("problems");
+    let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    for expected in [
+        "destinations.bad-app.color: unknown key",
+        "destinations.bad-app.url: \"ftp://example/in\" must start with http:// or https://",
+        "destinations.bad-app.secret_env: environment variable MISSING_SECRET is unset or empty",
+        "destinations.bad-app.retry_schedule_secs: must not be empty",
+        "destinations.no-secret.secret_env: the secret in NOT_WHSEC:",
+        "source shop: forward: unknown destination \"bad-app\"",
+        "source shop: forward: unknown destination \"nowhere\"",
+    ] {
+        assert!(
+            shown.iter().any(|p| p.contains(expected)),
+            "{expected:?} missing from {shown:#?}"
+        );
+    }
+    assert!(
+        !shown.iter().any(|p| p.contains("not base64!")),
+        "a secret is never shown: {shown:#?}"
+    );
 }

@@ -100,6 +100,9 @@ pub struct Received<'a> {
     /// `Scheme::signs_body_only`): kept in the inbox, so the same signed body under a new
     /// delivery id is recognised as a replay for as long as the inbox remembers the event.
     pub signed_body_digest: Option<[u8; 32]>,
+    /// The destinations an applied or accepted outcome is forwarded to (the source's `forward`):
+    /// one `forward_deliveries` row each, in this transaction.
+    pub forward_to: &'a [String],
 }
 
 /// The SHA-256 of a body, for [`Received::signed_body_digest`].
@@ -334,6 +337,33 @@ pub async fn apply_in<C: ConnectionTrait>(
         event_type: envelope.event_type.as_deref(),
     };
     let archive_id = archive(txn, received, &identity, &outcome).await?;
+    if matches!(outcome, Outcome::Applied { .. } | Outcome::Accepted) {
+        // What the request to the application carries: the snapshot as sent, or a dedup
+        // source's whole body.
+        let payload = match snapshot {
+            Some(snapshot) => snapshot.to_string(),
+            None => String::from_utf8_lossy(received.body).into_owned(),
+        };
+        for destination in received.forward_to {
+            txn.execute_raw(statement(
+                txn,
+                sql.forward,
+                vec![
+                    destination.as_str().into(),
+                    source.into(),
+                    envelope.event_id.as_str().into(),
+                    envelope.object_id.as_deref().into(),
+                    revision.into(),
+                    envelope.event_type.as_deref().into(),
+                    archive_id.into(),
+                    received.received_at.into(),
+                    payload.as_str().into(),
+                    chrono::Utc::now().into(),
+                ],
+            ))
+            .await?;
+        }
+    }
     Ok(Recorded {
         archive_id,
         outcome,

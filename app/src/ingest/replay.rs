@@ -70,6 +70,7 @@ async fn replay_in(
             .scheme
             .signs_body_only()
             .then(|| super::body_digest(&stored.body)),
+        forward_to: &source.forward,
     };
     let headers = header_map(&stored.headers_json);
     Ok(

@@ -22,7 +22,15 @@ pub(super) struct Sql {
     pub current_revision: &'static str,
     /// 13 columns of webhook_events → id
     pub archive: &'static str,
+    /// $1 destination, $2 source, $3 event_id, $4 object_id, $5 revision, $6 event_type,
+    /// $7 archive_id, $8 received_at, $9 payload, $10 created_at: a pending forward delivery,
+    /// due now
+    pub forward: &'static str,
 }
+
+const FORWARD: &str = "INSERT INTO forward_deliveries (destination, source, event_id, object_id, revision, event_type,
+                  archive_id, status, attempts, next_attempt_at, created_at, received_at, payload)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $10, $10, $8, $9)";
 
 const POSTGRES: Sql = Sql {
     compares_canonical: false,
@@ -48,6 +56,7 @@ const POSTGRES: Sql = Sql {
                   error_message, headers, body, received_at, replay_of, replayed_by)
               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)
               RETURNING id",
+    forward: FORWARD,
 };
 
 const SQLITE: Sql = Sql {
@@ -71,6 +80,7 @@ const SQLITE: Sql = Sql {
                   error_message, headers, body, received_at, replay_of, replayed_by)
               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
               RETURNING id",
+    forward: FORWARD,
 };
 
 impl Sql {

@@ -145,7 +145,7 @@ colour = "blue"
         format!(
             "{f}: server.max_body_bytes: must be at least 1
 {f}: source payments: secrets_env: environment variable STRIPE_SECRET_OLD is unset or empty
-{f}: source clerk: colour: unknown key (known: name, preset, scheme, secrets_env, tolerance_secs, rate_limit_per_sec, mode, event_id, object_id, revision, snapshot, event_type)
+{f}: source clerk: colour: unknown key (known: name, preset, scheme, secrets_env, tolerance_secs, rate_limit_per_sec, mode, event_id, object_id, revision, snapshot, event_type, forward)
 {f}: source clerk: secrets_env: the secret in CLERK_SECRET: secret is not whsec_ followed by standard base64
 {f}: source clerk: event_id: must name at least one place
 hookbox: {f} has 5 problems

@@ -24,6 +24,7 @@ fn received(body: &str) -> Received<'_> {
         replay_of: None,
         replayed_by: None,
         signed_body_digest: None,
+        forward_to: &[],
     }
 }
 

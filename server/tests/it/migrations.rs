@@ -7,10 +7,12 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 9] = [
+const TABLES: [&str; 11] = [
     "archive_day_counts",
     "archive_days_counted",
     "audit_log",
+    "forward_attempts",
+    "forward_deliveries",
     "object_state",
     "sessions",
     "users",

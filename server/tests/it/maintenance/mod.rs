@@ -39,6 +39,7 @@ async fn deliver(db: &Db, body: &str, at: DateTime<Utc>, replay_of: Option<i64>)
         replay_of,
         replayed_by: replay_of.map(|_| "admin"),
         signed_body_digest: None,
+        forward_to: &[],
     };
     ingest::apply_delivery(db, Mode::Snapshot, &received, &envelope)
         .await

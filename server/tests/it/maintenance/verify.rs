@@ -222,6 +222,7 @@ async fn a_repair_waits_for_a_delivery_holding_the_row_and_derives_from_what_it_
         replay_of: None,
         replayed_by: None,
         signed_body_digest: None,
+        forward_to: &[],
     };
     let txn = ingest::begin(&db).await.expect("begin");
     let held = ingest::apply_in(&txn, Mode::Snapshot, &received, &envelope)
