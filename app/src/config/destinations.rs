@@ -194,6 +194,24 @@ fn read_destination(
     }
 }
 
+/// A source's `forward`: names of declared destinations, each once.
+pub(super) fn read_forward(keys: &mut Keys<'_>, destinations: &[&str]) -> Vec<String> {
+    let forward = keys.strings("forward").unwrap_or_default();
+    for (i, name) in forward.iter().enumerate() {
+        if !destinations.contains(&name.as_str()) {
+            let known = if destinations.is_empty() {
+                "none is declared".to_string()
+            } else {
+                format!("declared: {}", destinations.join(", "))
+            };
+            keys.problem("forward", format!("unknown destination {name:?} ({known})"));
+        } else if forward[..i].contains(name) {
+            keys.problem("forward", format!("names {name:?} twice"));
+        }
+    }
+    forward
+}
+
 /// An absolute `http://` or `https://` URL with a host.
 fn check_url(url: &str) -> Result<(), String> {
     let uri: http::Uri = url.parse().map_err(|_| format!("{url:?} is not a URL"))?;

@@ -368,19 +368,7 @@ fn read_source(
         None => preset.map_or(Mode::Snapshot, |p| p.mapping().mode),
     };
     let mapping = read_mapping(&mut keys, preset, mode);
-    let forward = keys.strings("forward").unwrap_or_default();
-    for (i, name) in forward.iter().enumerate() {
-        if !destinations.contains(&name.as_str()) {
-            let known = if destinations.is_empty() {
-                "none is declared".to_string()
-            } else {
-                format!("declared: {}", destinations.join(", "))
-            };
-            keys.problem("forward", format!("unknown destination {name:?} ({known})"));
-        } else if forward[..i].contains(name) {
-            keys.problem("forward", format!("names {name:?} twice"));
-        }
-    }
+    let forward = destinations::read_forward(&mut keys, destinations);
 
     let complete = keys.problems.found.len() == problems_before;
     match (name, scheme, mapping) {
