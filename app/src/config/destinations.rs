@@ -2,7 +2,7 @@
 //! to, each signed with its own Standard Webhooks secret. Every problem names the file, the
 //! destination and the key (`destinations.orders-app.url`).
 
-use super::{Keys, Problems, valid_env_name, valid_source_name};
+use super::{Keys, Problems, valid_env_name};
 use crate::schemes::{Scheme, SecretKey};
 
 const DESTINATION_KEYS: &[&str] = &[
@@ -93,15 +93,7 @@ fn read_destination(
     let problems_before = keys.problems.found.len();
     keys.refuse_unknown(DESTINATION_KEYS);
 
-    let name = keys.string("name");
-    match &name {
-        None if !keys.has("name") => keys.problem("name", "is required"),
-        Some(name) if !valid_source_name(name) => {
-            keys.problem("name", "must match [a-z0-9][a-z0-9_-]{0,62}")
-        }
-        Some(name) if earlier_names.contains(name) => keys.problem("name", "is declared twice"),
-        _ => {}
-    }
+    let name = keys.name(earlier_names);
 
     let url = keys.string("url");
     match &url {

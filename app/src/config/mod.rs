@@ -273,15 +273,7 @@ fn read_source(
     let problems_before = keys.problems.found.len();
     keys.refuse_unknown(SOURCE_KEYS);
 
-    let name = keys.string("name");
-    match &name {
-        None if !keys.has("name") => keys.problem("name", "is required"),
-        Some(name) if !valid_source_name(name) => {
-            keys.problem("name", "must match [a-z0-9][a-z0-9_-]{0,62}")
-        }
-        Some(name) if earlier_names.contains(name) => keys.problem("name", "is declared twice"),
-        _ => {}
-    }
+    let name = keys.name(earlier_names);
 
     let preset = keys.string("preset").and_then(|spelled| {
         let preset = Preset::from_name(&spelled);
@@ -537,6 +529,20 @@ impl<'a> Keys<'a> {
     fn refuse(&mut self, key: &str, message: impl Into<String>) {
         self.problem(key, message);
         self.refused.push(key.to_string());
+    }
+
+    /// The table's `name`: required, `[a-z0-9][a-z0-9_-]{0,62}`, not one of `earlier`.
+    fn name(&mut self, earlier: &[String]) -> Option<String> {
+        let name = self.string("name");
+        match &name {
+            None if !self.has("name") => self.problem("name", "is required"),
+            Some(name) if !valid_source_name(name) => {
+                self.problem("name", "must match [a-z0-9][a-z0-9_-]{0,62}")
+            }
+            Some(name) if earlier.contains(name) => self.problem("name", "is declared twice"),
+            _ => {}
+        }
+        name
     }
 
     fn has(&self, key: &str) -> bool {
