@@ -20,6 +20,8 @@ pub mod db;
 #[cfg(feature = "ssr")]
 pub mod envelope;
 #[cfg(feature = "ssr")]
+pub mod forward;
+#[cfg(feature = "ssr")]
 pub mod guard;
 #[cfg(feature = "ssr")]
 pub mod ingest;

@@ -130,6 +130,10 @@ pub async fn receive(
         archive_id,
         "delivery recorded"
     );
+    if !source.forward.is_empty() && matches!(outcome, Outcome::Applied { .. } | Outcome::Accepted)
+    {
+        state.forward_wake.notify_one();
+    }
     Ok(outcome_answer(&outcome, event_id.as_deref(), status))
 }
 

@@ -1,6 +1,7 @@
 //! The `hookbox` binary's library: the axum router, the webhook endpoint and the commands.
 
 pub mod check_config;
+pub mod forwarder;
 pub mod hooks;
 pub mod maintenance;
 pub mod metrics;
@@ -24,6 +25,8 @@ pub struct AppState {
     pub metrics: metrics_exporter_prometheus::PrometheusHandle,
     /// The environment's settings (trusted proxies, sessions, the shutdown grace, …).
     pub settings: Arc<app::config::Settings>,
+    /// Notified when ingest commits a delivery with forward rows: the forwarder wakes.
+    pub forward_wake: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {
@@ -34,6 +37,7 @@ impl AppState {
             limiter: Arc::default(),
             metrics: metrics::install(),
             settings: Arc::default(),
+            forward_wake: Arc::default(),
         }
     }
 }

@@ -54,12 +54,6 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
             "no hookbox.toml and no HOOKBOX_CONFIG: no sources, every /hooks request is a 404"
         ),
     }
-    if !config.destinations.is_empty() {
-        tracing::warn!(
-            destinations = config.destinations.len(),
-            "forwarding is recorded but not yet sent: each applied or accepted delivery writes its forward_deliveries rows, which stay pending until the forwarder ships"
-        );
-    }
     tracing::info!(%addr, backend = ?db.backend(), "hookbox listening");
     // Archive retention: shortly after start, then daily; it ends with the process.
     tokio::spawn(app::maintenance::purge::run_daily(
@@ -94,9 +88,19 @@ pub async fn serve(
         state.clone(),
         leptos_options(addr, &state.settings.site_root),
     );
+    // The forwarder stops claiming at shutdown; its attempts in flight end with the process and
+    // their rows stay due (their leases run out).
+    let forwarder_stop = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(crate::forwarder::run(
+        db.clone(),
+        state.config.clone(),
+        state.forward_wake.clone(),
+        forwarder_stop.clone(),
+    ));
     let (stopping, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
+        forwarder_stop.notify_one();
         let _ = stopping.send(true);
     });
     let stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {

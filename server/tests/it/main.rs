@@ -16,6 +16,7 @@ mod check_config;
 mod concurrency;
 mod dashboard;
 mod faults;
+mod forwarder;
 mod forwarding;
 mod maintenance;
 mod migrations;

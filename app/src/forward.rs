@@ -1,0 +1,312 @@
+//! The outbox's other side: claiming due forward deliveries, the request each one is, and what an
+//! attempt's answer does to its row. The HTTP call itself is the server's (`server::forwarder`);
+//! no database transaction is open while it runs.
+//!
+//! Order per object (snapshot sources): a claim takes only the greatest pending revision of an
+//! object, and only while no attempt of that object is in flight (leased); every smaller pending
+//! revision is `superseded` then, and so is a pending revision smaller than one already
+//! delivered. So a destination never receives a revision after a greater one. The claim of an
+//! object's rows is serialised: on PostgreSQL by a transaction-scoped advisory lock per object,
+//! on SQLite by its single writer.
+
+use crate::config::Destination;
+use crate::db::Db;
+use crate::schemes::Scheme;
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::{
+    ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, Statement, TransactionTrait, Value,
+};
+
+/// A claimed forward delivery: what its request needs.
+#[derive(Debug, Clone, FromQueryResult)]
+pub struct Claimed {
+    pub id: i64,
+    pub destination: String,
+    pub source: String,
+    pub event_id: String,
+    pub object_id: Option<String>,
+    pub revision: Option<i64>,
+    pub event_type: Option<String>,
+    pub received_at: DateTime<Utc>,
+    pub payload: String,
+    pub attempts: i32,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptResult {
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: i64,
+    /// The answer's status, if one came.
+    pub status_code: Option<u16>,
+    /// Why it failed (a refused connection, a timeout, a non-2xx status).
+    pub error: Option<String>,
+    /// At most 1 KiB of the answer's body.
+    pub response_excerpt: Option<String>,
+    /// A `Retry-After` in seconds carried by a 429 or 503.
+    pub retry_after_secs: Option<u64>,
+}
+
+impl AttemptResult {
+    pub fn delivered(&self) -> bool {
+        self.status_code.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
+/// What became of a row after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterAttempt {
+    Delivered,
+    /// Pending again, due at this time.
+    Retry(DateTime<Utc>),
+    Dead,
+}
+
+fn statement(backend: DatabaseBackend, sql: &str, values: Vec<Value>) -> Statement {
+    Statement::from_sql_and_values(backend, sql, values)
+}
+
+const CLAIM_COLUMNS: &str = "id, destination, source, event_id, object_id, revision, event_type, received_at, payload, attempts";
+
+/// Claims up to `limit` due deliveries of the given destinations for `lease`: each is attempted
+/// by one worker at a time; a worker that dies loses its claim when the lease ends.
+pub async fn claim_due(
+    db: &Db,
+    destinations: &[&str],
+    worker: &str,
+    lease: std::time::Duration,
+    limit: usize,
+) -> Result<Vec<Claimed>, DbErr> {
+    if destinations.is_empty() {
+        return Ok(Vec::new());
+    }
+    let backend = db.backend();
+    let now = Utc::now();
+    let lease_until = now + Duration::from_std(lease).unwrap_or(Duration::seconds(60));
+    let txn = db.writer.begin().await?;
+    let placeholders: Vec<String> = (0..destinations.len())
+        .map(|i| format!("${}", i + 3))
+        .collect();
+    let skip_locked = if backend == DatabaseBackend::Postgres {
+        " FOR UPDATE SKIP LOCKED"
+    } else {
+        ""
+    };
+    let mut values: Vec<Value> = vec![now.into(), (limit as i64).into()];
+    values.extend(destinations.iter().map(|d| Value::from(*d)));
+    let candidates = txn
+        .query_all_raw(statement(
+            backend,
+            &format!(
+                "SELECT {CLAIM_COLUMNS} FROM forward_deliveries
+                 WHERE status = 'pending' AND next_attempt_at <= $1
+                   AND (lease_until IS NULL OR lease_until < $1)
+                   AND destination IN ({})
+                 ORDER BY next_attempt_at, id LIMIT $2{skip_locked}",
+                placeholders.join(", ")
+            ),
+            values,
+        ))
+        .await?;
+    let mut claimed = Vec::new();
+    for row in candidates {
+        let candidate = Claimed::from_query_result(&row, "")?;
+        if let (Some(object_id), Some(revision)) = (&candidate.object_id, candidate.revision)
+            && !may_send(&txn, &candidate, object_id, revision, now).await?
+        {
+            continue;
+        }
+        txn.execute_raw(statement(
+            backend,
+            "UPDATE forward_deliveries SET lease_until = $2, leased_by = $3 WHERE id = $1",
+            vec![candidate.id.into(), lease_until.into(), worker.into()],
+        ))
+        .await?;
+        claimed.push(candidate);
+    }
+    txn.commit().await?;
+    Ok(claimed)
+}
+
+/// Whether this revision of an object may be sent now, superseding what it makes pointless:
+/// false (and superseded) when a greater revision is pending or was delivered; false (left for
+/// later) while an attempt of the object is in flight.
+async fn may_send<C: ConnectionTrait>(
+    txn: &C,
+    candidate: &Claimed,
+    object_id: &str,
+    revision: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let backend = txn.get_database_backend();
+    let object = vec![
+        candidate.destination.as_str().into(),
+        candidate.source.as_str().into(),
+        object_id.into(),
+    ];
+    if backend == DatabaseBackend::Postgres {
+        txn.execute_raw(statement(
+            backend,
+            "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0))",
+            object.clone(),
+        ))
+        .await?;
+    }
+    let mut values = object.clone();
+    values.push(revision.into());
+    let greater = txn
+        .query_one_raw(statement(
+            backend,
+            "SELECT count(*) AS n FROM forward_deliveries
+             WHERE destination = $1 AND source = $2 AND object_id = $3 AND revision > $4
+               AND status IN ('pending', 'delivered')",
+            values,
+        ))
+        .await?
+        .map(|r| r.try_get::<i64>("", "n"))
+        .transpose()?
+        .unwrap_or(0);
+    if greater > 0 {
+        txn.execute_raw(statement(
+            backend,
+            "UPDATE forward_deliveries SET status = 'superseded', lease_until = NULL, leased_by = NULL
+             WHERE id = $1",
+            vec![candidate.id.into()],
+        ))
+        .await?;
+        return Ok(false);
+    }
+    let mut values = object;
+    values.push(now.into());
+    let in_flight = txn
+        .query_one_raw(statement(
+            backend,
+            "SELECT count(*) AS n FROM forward_deliveries
+             WHERE destination = $1 AND source = $2 AND object_id = $3
+               AND status = 'pending' AND lease_until >= $4",
+            values,
+        ))
+        .await?
+        .map(|r| r.try_get::<i64>("", "n"))
+        .transpose()?
+        .unwrap_or(0);
+    Ok(in_flight == 0)
+}
+
+/// The request body: the event with its snapshot (or a dedup source's payload) embedded as
+/// received, so no number changes on the way.
+pub fn request_body(claimed: &Claimed) -> String {
+    let text = |v: &str| serde_json::Value::String(v.to_string()).to_string();
+    let optional = |v: &Option<String>| v.as_deref().map_or("null".to_string(), text);
+    let received_at = claimed
+        .received_at
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    match claimed.revision {
+        Some(revision) => format!(
+            r#"{{"type":"object.updated","source":{},"event_id":{},"object_id":{},"revision":{revision},"snapshot":{},"event_type":{},"received_at":{}}}"#,
+            text(&claimed.source),
+            text(&claimed.event_id),
+            optional(&claimed.object_id),
+            claimed.payload,
+            optional(&claimed.event_type),
+            text(&received_at),
+        ),
+        None => format!(
+            r#"{{"type":"event.accepted","source":{},"event_id":{},"object_id":{},"payload":{},"event_type":{},"received_at":{}}}"#,
+            text(&claimed.source),
+            text(&claimed.event_id),
+            optional(&claimed.object_id),
+            claimed.payload,
+            optional(&claimed.event_type),
+            text(&received_at),
+        ),
+    }
+}
+
+/// The `webhook-id` of a forward delivery: the same on every attempt, another for every row.
+pub fn message_id(claimed: &Claimed) -> String {
+    format!("fwd_{}", claimed.id)
+}
+
+/// The Standard Webhooks headers signing `body` for `destination` now.
+pub fn signed_headers(
+    destination: &Destination,
+    claimed: &Claimed,
+    body: &str,
+) -> Vec<(http::HeaderName, String)> {
+    Scheme::StandardWebhooks.sign(
+        &destination.key,
+        &message_id(claimed),
+        body.as_bytes(),
+        Utc::now().timestamp(),
+    )
+}
+
+/// Records an attempt and moves the row on: delivered on a 2xx; else the next wait of the
+/// schedule (or a larger `Retry-After`), or dead after the last one. The lease is released.
+pub async fn record_attempt(
+    db: &Db,
+    destination: &Destination,
+    claimed: &Claimed,
+    result: &AttemptResult,
+) -> Result<AfterAttempt, DbErr> {
+    let backend = db.backend();
+    let attempt = claimed.attempts + 1;
+    let now = Utc::now();
+    let after = if result.delivered() {
+        AfterAttempt::Delivered
+    } else {
+        match destination
+            .retry_schedule_secs
+            .get(usize::try_from(claimed.attempts).unwrap_or(usize::MAX))
+        {
+            None => AfterAttempt::Dead,
+            Some(wait) => {
+                let wait = (*wait).max(result.retry_after_secs.unwrap_or(0));
+                AfterAttempt::Retry(
+                    now + Duration::seconds(i64::try_from(wait).unwrap_or(i64::MAX / 2)),
+                )
+            }
+        }
+    };
+    let txn = db.writer.begin().await?;
+    txn.execute_raw(statement(
+        backend,
+        "INSERT INTO forward_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        vec![
+            claimed.id.into(),
+            attempt.into(),
+            result.started_at.into(),
+            result.duration_ms.into(),
+            result.status_code.map(i32::from).into(),
+            result.error.clone().into(),
+            result.response_excerpt.clone().into(),
+        ],
+    ))
+    .await?;
+    let (status, next_attempt_at, delivered_at) = match after {
+        AfterAttempt::Delivered => ("delivered", now, Some(now)),
+        AfterAttempt::Retry(at) => ("pending", at, None),
+        AfterAttempt::Dead => ("dead", now, None),
+    };
+    txn.execute_raw(statement(
+        backend,
+        "UPDATE forward_deliveries SET status = $2, attempts = $3, next_attempt_at = $4,
+                last_status_code = $5, last_error = $6, delivered_at = $7,
+                lease_until = NULL, leased_by = NULL
+         WHERE id = $1",
+        vec![
+            claimed.id.into(),
+            status.into(),
+            attempt.into(),
+            next_attempt_at.into(),
+            result.status_code.map(i32::from).into(),
+            result.error.clone().into(),
+            delivered_at.into(),
+        ],
+    ))
+    .await?;
+    txn.commit().await?;
+    Ok(after)
+}

@@ -1,0 +1,379 @@
+//! The forwarder against a real HTTP receiver on loopback: what the application receives, retries
+//! on the schedule with the same `webhook-id`, `Retry-After`, dead deliveries, and per-object
+//! order with superseding while the destination fails.
+#![allow(clippy::unwrap_used)]
+
+use crate::support::*;
+use app::schemes::Scheme;
+use axum::http::{HeaderMap, StatusCode};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// `whsec_` + base64("destination-key").
+const DESTINATION_SECRET: &str = "whsec_ZGVzdGluYXRpb24ta2V5";
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+struct Received {
+    headers: HeaderMap,
+    body: String,
+}
+
+/// Answers to give, in order: (status, Retry-After seconds).
+type Script = Vec<(u16, Option<u64>)>;
+
+/// The operator's application: records every request and answers from a script (then 200).
+#[derive(Clone, Default)]
+struct Receiver {
+    got: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Mutex<Script>>,
+    /// While set, every request is answered 500 (the application is down).
+    down: Arc<Mutex<bool>>,
+}
+
+impl Receiver {
+    async fn start(script: Script) -> (Receiver, String) {
+        let receiver = Receiver {
+            script: Arc::new(Mutex::new(script)),
+            ..Receiver::default()
+        };
+        let state = receiver.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |headers: HeaderMap, body: String| {
+                let state = state.clone();
+                async move {
+                    state.got.lock().unwrap().push(Received { headers, body });
+                    let scripted = {
+                        let mut script = state.script.lock().unwrap();
+                        (!script.is_empty()).then(|| script.remove(0))
+                    };
+                    let (status, retry_after) = match scripted {
+                        Some(answer) => answer,
+                        None if *state.down.lock().unwrap() => (500, None),
+                        None => (200, None),
+                    };
+                    let mut response = axum::response::IntoResponse::into_response((
+                        StatusCode::from_u16(status).unwrap(),
+                        "the application's answer",
+                    ));
+                    if let Some(secs) = retry_after {
+                        response
+                            .headers_mut()
+                            .insert("retry-after", secs.to_string().parse().unwrap());
+                    }
+                    response
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (receiver, url)
+    }
+
+    fn got(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
+    /// Waits (at most 20 s) until the receiver has got `n` requests.
+    async fn wait_for(&self, n: usize) -> Vec<Received> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = self.got();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {n} requests arrived",
+                got.len()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn config(url: &str, schedule: &str) -> app::config::Config {
+    config_with(url, schedule, "")
+}
+
+fn config_with(url: &str, schedule: &str, extra: &str) -> app::config::Config {
+    let text = format!(
+        r#"
+[[destinations]]
+name = "orders-app"
+url = "{url}"
+secret_env = "DESTINATION_SECRET"
+timeout_secs = 5
+retry_schedule_secs = {schedule}
+{extra}
+
+[[sources]]
+name = "shop"
+scheme = "hmac-sha256"
+secrets_env = ["SHOP_SECRET"]
+forward = ["orders-app"]
+"#
+    );
+    let env = |name: &str| match name {
+        "SHOP_SECRET" => Some(SHOP_SECRET.to_string()),
+        "DESTINATION_SECRET" => Some(DESTINATION_SECRET.to_string()),
+        _ => None,
+    };
+    app::config::Config::parse(&text, Path::new("forwarder.toml"), &env).expect("valid")
+}
+
+/// Waits (at most 20 s) until `sql` counts `n`.
+async fn wait_for_count(db: &app::db::Db, sql: &str, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = count(db, sql).await;
+        if found == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{sql}: {found}, not {n}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn header<'a>(received: &'a Received, name: &str) -> &'a str {
+    received
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+both_backends!(a_forwarded_event_arrives_exactly_as_sent_and_signed_for_its_destination);
+async fn a_forwarded_event_arrives_exactly_as_sent_and_signed_for_its_destination(
+    backend: Backend,
+) {
+    let (receiver, url) = Receiver::start(Vec::new()).await;
+    let app = spawn_app_with(backend, config(&url, "[5]")).await;
+    let snapshot = r#"{"total": 12345678901234567890, "rate": 0.1}"#;
+
+    let answer = app.send("shop", &event("e1", "order-1", 7, snapshot)).await;
+    let got = receiver.wait_for(1).await;
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'delivered'",
+        1,
+    )
+    .await;
+
+    assert_eq!(answer.outcome(), "applied");
+    let request = &got[0];
+    let body: serde_json::Value = serde_json::from_str(&request.body).expect("JSON");
+    assert_eq!(body["type"], "object.updated");
+    assert_eq!(body["source"], "shop");
+    assert_eq!(body["event_id"], "e1");
+    assert_eq!(body["object_id"], "order-1");
+    assert_eq!(body["revision"], 7);
+    assert!(
+        request
+            .body
+            .contains(r#""snapshot":{"total": 12345678901234567890, "rate": 0.1}"#),
+        "the snapshot is the bytes sent: {}",
+        request.body
+    );
+    assert_eq!(header(request, "content-type"), "application/json");
+    // A Standard Webhooks receiver verifies it with the destination's secret.
+    let key = Scheme::StandardWebhooks
+        .parse_secret(DESTINATION_SECRET)
+        .expect("secret");
+    assert_eq!(
+        Scheme::StandardWebhooks.verify(
+            &request.headers,
+            request.body.as_bytes(),
+            &[key],
+            300,
+            chrono::Utc::now().timestamp()
+        ),
+        Ok(())
+    );
+    let id = scalar(&app.db, "SELECT id FROM forward_deliveries", vec![])
+        .await
+        .expect("a row");
+    assert_eq!(header(request, "webhook-id"), format!("fwd_{id}"));
+    assert_eq!(
+        texts(
+            &app.db,
+            "SELECT CAST(attempts AS TEXT), CAST(last_status_code AS TEXT) FROM forward_deliveries",
+            vec![]
+        )
+        .await,
+        [vec![Some("1".into()), Some("200".into())]]
+    );
+    assert_eq!(got.len(), 1, "sent once");
+}
+
+both_backends!(
+    a_failed_attempt_is_retried_with_the_same_webhook_id_after_the_wait_or_a_larger_retry_after
+);
+async fn a_failed_attempt_is_retried_with_the_same_webhook_id_after_the_wait_or_a_larger_retry_after(
+    backend: Backend,
+) {
+    let (receiver, url) = Receiver::start(vec![(503, Some(2)), (500, None)]).await;
+    let app = spawn_app_with(backend, config(&url, "[0, 0, 0]")).await;
+
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    let got = receiver.wait_for(3).await;
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'delivered' AND attempts = 3",
+        1,
+    )
+    .await;
+
+    let ids: Vec<&str> = got.iter().map(|r| header(r, "webhook-id")).collect();
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    let attempts = texts(
+        &app.db,
+        "SELECT CAST(attempt AS TEXT), CAST(status_code AS TEXT), response_excerpt FROM forward_attempts ORDER BY attempt",
+        vec![],
+    )
+    .await;
+    let codes: Vec<Option<String>> = attempts.iter().map(|a| a[1].clone()).collect();
+    assert_eq!(
+        codes,
+        [Some("503".into()), Some("500".into()), Some("200".into())]
+    );
+    assert_eq!(attempts[0][2].as_deref(), Some("the application's answer"));
+    // The 503's Retry-After (2 s) outweighed the schedule's 0 s.
+    let gap = scalar(
+        &app.db,
+        match backend {
+            Backend::Postgres => {
+                "SELECT CAST(EXTRACT(EPOCH FROM (b.started_at - a.started_at)) * 1000 AS bigint)
+                 FROM forward_attempts a JOIN forward_attempts b ON b.delivery_id = a.delivery_id
+                 WHERE a.attempt = 1 AND b.attempt = 2"
+            }
+            Backend::Sqlite => {
+                "SELECT CAST((julianday(b.started_at) - julianday(a.started_at)) * 86400000 AS INTEGER)
+                 FROM forward_attempts a JOIN forward_attempts b ON b.delivery_id = a.delivery_id
+                 WHERE a.attempt = 1 AND b.attempt = 2"
+            }
+        },
+        vec![],
+    )
+    .await
+    .expect("two attempts");
+    assert!(gap >= 1900, "{gap} ms between the 503 and the next attempt");
+}
+
+both_backends!(after_the_last_wait_of_the_schedule_a_delivery_is_dead);
+async fn after_the_last_wait_of_the_schedule_a_delivery_is_dead(backend: Backend) {
+    let (receiver, url) = Receiver::start(Vec::new()).await;
+    *receiver.down.lock().unwrap() = true;
+    let app = spawn_app_with(backend, config(&url, "[0]")).await;
+
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'dead' AND attempts = 2",
+        1,
+    )
+    .await;
+    // Nothing more is attempted.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+
+    assert_eq!(receiver.got().len(), 2);
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM forward_attempts").await,
+        2
+    );
+}
+
+both_backends!(
+    while_the_destination_fails_older_revisions_are_superseded_and_never_sent_after_a_newer_one
+);
+async fn while_the_destination_fails_older_revisions_are_superseded_and_never_sent_after_a_newer_one(
+    backend: Backend,
+) {
+    let (receiver, url) = Receiver::start(Vec::new()).await;
+    *receiver.down.lock().unwrap() = true;
+    let app = spawn_app_with(backend, config(&url, "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1]")).await;
+
+    app.send("shop", &event("e1", "order-1", 1, r#"{"v":1}"#))
+        .await;
+    receiver.wait_for(1).await;
+    app.send("shop", &event("e2", "order-1", 2, r#"{"v":2}"#))
+        .await;
+    app.send("shop", &event("e3", "order-1", 3, r#"{"v":3}"#))
+        .await;
+    // The application comes back only once revision 3 has been tried (and failed).
+    let revision_of = |r: &Received| {
+        serde_json::from_str::<serde_json::Value>(&r.body).unwrap()["revision"]
+            .as_i64()
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !receiver.got().iter().any(|r| revision_of(r) == 3) {
+        assert!(Instant::now() < deadline, "revision 3 was never tried");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    *receiver.down.lock().unwrap() = false;
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'delivered'",
+        1,
+    )
+    .await;
+
+    let revisions: Vec<i64> = receiver.got().iter().map(revision_of).collect();
+    assert!(
+        revisions.windows(2).all(|w| w[0] <= w[1]),
+        "never a step back: {revisions:?}"
+    );
+    assert_eq!(revisions.last(), Some(&3), "{revisions:?}");
+    assert_eq!(
+        texts(
+            &app.db,
+            "SELECT event_id, status FROM forward_deliveries ORDER BY id",
+            vec![]
+        )
+        .await,
+        [
+            vec![Some("e1".into()), Some("superseded".into())],
+            vec![Some("e2".into()), Some("superseded".into())],
+            vec![Some("e3".into()), Some("delivered".into())],
+        ]
+    );
+}
+
+both_backends!(a_destinations_rate_limit_spreads_its_attempts);
+async fn a_destinations_rate_limit_spreads_its_attempts(backend: Backend) {
+    let (receiver, url) = Receiver::start(Vec::new()).await;
+    let app = spawn_app_with(backend, config_with(&url, "[5]", "rate_limit_per_sec = 2")).await;
+
+    for i in 1..=6 {
+        app.send(
+            "shop",
+            &event(&format!("e{i}"), &format!("order-{i}"), 1, "{}"),
+        )
+        .await;
+    }
+    receiver.wait_for(6).await;
+    wait_for_count(&app.db, "SELECT count(*) FROM forward_attempts", 6).await;
+
+    // A burst of 2, then 2 a second: the sixth attempt starts at least 1.5 s after the first.
+    let span = scalar(
+        &app.db,
+        match backend {
+            Backend::Postgres => {
+                "SELECT CAST(EXTRACT(EPOCH FROM (max(started_at) - min(started_at))) * 1000 AS bigint)
+                 FROM forward_attempts"
+            }
+            Backend::Sqlite => {
+                "SELECT CAST((julianday(max(started_at)) - julianday(min(started_at))) * 86400000 AS INTEGER)
+                 FROM forward_attempts"
+            }
+        },
+        vec![],
+    )
+    .await
+    .expect("attempts");
+    assert!(span >= 1500, "six attempts within {span} ms");
+}
