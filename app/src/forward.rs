@@ -310,3 +310,27 @@ pub async fn record_attempt(
     txn.commit().await?;
     Ok(after)
 }
+
+/// Each destination's pending deliveries: how many, and when the oldest was created.
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+pub struct Backlog {
+    pub destination: String,
+    pub pending: i64,
+    pub oldest: Option<DateTime<Utc>>,
+}
+
+/// The backlog of every destination with pending deliveries (the dashboard's pool: a scrape
+/// never takes a connection deliveries need).
+pub async fn backlog(db: &Db) -> Result<Vec<Backlog>, DbErr> {
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_string(
+            db.backend(),
+            "SELECT destination, count(*) AS pending, min(created_at) AS oldest
+             FROM forward_deliveries WHERE status = 'pending' GROUP BY destination",
+        ))
+        .await?;
+    rows.iter()
+        .map(|row| Backlog::from_query_result(row, ""))
+        .collect()
+}

@@ -64,6 +64,27 @@ pub async fn render(State(state): State<AppState>) -> Response {
     metrics::gauge!("hookbox_db_pool_connections", "state" => "max").set(f64::from(max));
     // Kept by `ingest::begin`; touched here so the series exists before the first delivery.
     metrics::gauge!(app::ingest::POOL_WAITING).increment(0.0);
+    if !state.config.destinations.is_empty() {
+        match app::forward::backlog(&state.db).await {
+            Ok(backlog) => {
+                let now = chrono::Utc::now();
+                for destination in &state.config.destinations {
+                    let found = backlog.iter().find(|b| b.destination == destination.name);
+                    let pending = found.map_or(0, |b| b.pending);
+                    let oldest = found.and_then(|b| b.oldest).map_or(0.0, |at| {
+                        (now - at).num_milliseconds().max(0) as f64 / 1000.0
+                    });
+                    metrics::gauge!("hookbox_forward_pending", "destination" => destination.name.clone())
+                        .set(pending as f64);
+                    metrics::gauge!("hookbox_forward_oldest_pending_seconds", "destination" => destination.name.clone())
+                        .set(oldest);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics: the forwarding backlog could not be read")
+            }
+        }
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -377,3 +377,55 @@ async fn a_destinations_rate_limit_spreads_its_attempts(backend: Backend) {
     .expect("attempts");
     assert!(span >= 1500, "six attempts within {span} ms");
 }
+
+both_backends!(the_metrics_show_each_destinations_backlog_and_its_oldest_age);
+async fn the_metrics_show_each_destinations_backlog_and_its_oldest_age(backend: Backend) {
+    let (receiver, url) = Receiver::start(Vec::new()).await;
+    *receiver.down.lock().unwrap() = true;
+    // Long waits: what failed once stays pending while the metrics are read.
+    let app = spawn_app_with(backend, config(&url, "[3600]")).await;
+    let metrics = || async {
+        app.client
+            .get(app.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text")
+    };
+
+    let before = metrics().await;
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    app.send("shop", &event("e2", "order-2", 1, "{}")).await;
+    receiver.wait_for(2).await;
+    wait_for_count(&app.db, "SELECT count(*) FROM forward_attempts", 2).await;
+    // The attempt counter is counted just after the attempt's row commits.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let after = loop {
+        let text = metrics().await;
+        if text.contains(r#"result="failed"} 2"#) || Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+
+    assert!(
+        before.contains(r#"hookbox_forward_pending{destination="orders-app"} 0"#),
+        "{before}"
+    );
+    assert!(
+        after.contains(r#"hookbox_forward_pending{destination="orders-app"} 2"#),
+        "{after}"
+    );
+    assert!(
+        after.contains(r#"hookbox_forward_oldest_pending_seconds{destination="orders-app"}"#),
+        "{after}"
+    );
+    assert!(
+        after.contains(
+            r#"hookbox_forward_attempts_total{destination="orders-app",result="failed"} 2"#
+        ),
+        "{after}"
+    );
+}
