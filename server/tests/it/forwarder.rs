@@ -10,9 +10,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// `whsec_` + base64("destination-key").
-const DESTINATION_SECRET: &str = "whsec_ZGVzdGluYXRpb24ta2V5";
-
 /// One request the receiver got.
 #[derive(Debug, Clone)]
 struct Received {
@@ -117,12 +114,7 @@ secrets_env = ["SHOP_SECRET"]
 forward = ["orders-app"]
 "#
     );
-    let env = |name: &str| match name {
-        "SHOP_SECRET" => Some(SHOP_SECRET.to_string()),
-        "DESTINATION_SECRET" => Some(DESTINATION_SECRET.to_string()),
-        _ => None,
-    };
-    app::config::Config::parse(&text, Path::new("forwarder.toml"), &env).expect("valid")
+    app::config::Config::parse(&text, Path::new("forwarder.toml"), &test_env).expect("valid")
 }
 
 /// Waits (at most 20 s) until `sql` counts `n`.

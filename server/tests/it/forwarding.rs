@@ -6,9 +6,6 @@ use crate::support::*;
 use sea_orm::ConnectionTrait;
 use std::path::Path;
 
-/// `whsec_` + base64("destination-key").
-const DESTINATION_SECRET: &str = "whsec_ZGVzdGluYXRpb24ta2V5";
-
 const FORWARDING: &str = r#"
 [server]
 max_body_bytes = 65536
@@ -44,13 +41,7 @@ secrets_env = ["SW_SECRET"]
 "#;
 
 fn forwarding_config() -> app::config::Config {
-    let env = |name: &str| match name {
-        "SHOP_SECRET" => Some(SHOP_SECRET.to_string()),
-        "SW_SECRET" => Some(SW_SECRET.to_string()),
-        "DESTINATION_SECRET" => Some(DESTINATION_SECRET.to_string()),
-        _ => None,
-    };
-    app::config::Config::parse(FORWARDING, Path::new("forwarding.toml"), &env)
+    app::config::Config::parse(FORWARDING, Path::new("forwarding.toml"), &test_env)
         .expect("the forwarding config is valid")
 }
 

@@ -267,13 +267,7 @@ async fn standard_webhooks_senders_are_verified_with_either_header_family() {
 /// The test sources with some `[server]` settings changed.
 fn config_with_server(server: &str) -> app::config::Config {
     let text = CONFIG.replacen("[server]\nmax_body_bytes = 65536", server, 1);
-    let env = |name: &str| match name {
-        "SHOP_SECRET" => Some(SHOP_SECRET.to_string()),
-        "SHOP_SECRET_OLD" => Some(SHOP_SECRET_OLD.to_string()),
-        "SW_SECRET" => Some(SW_SECRET.to_string()),
-        _ => None,
-    };
-    app::config::Config::parse(&text, std::path::Path::new("test.toml"), &env)
+    app::config::Config::parse(&text, std::path::Path::new("test.toml"), &test_env)
         .expect("valid config")
 }
 

@@ -79,14 +79,22 @@ pub enum Backend {
     Sqlite,
 }
 
-pub fn test_config() -> Config {
-    let env = |name: &str| match name {
+/// `whsec_` + base64("destination-key"): the secret of the test destinations.
+pub const DESTINATION_SECRET: &str = "whsec_ZGVzdGluYXRpb24ta2V5";
+
+/// The environment the test configurations read their secrets from.
+pub fn test_env(name: &str) -> Option<String> {
+    match name {
         "SHOP_SECRET" => Some(SHOP_SECRET.to_string()),
         "SHOP_SECRET_OLD" => Some(SHOP_SECRET_OLD.to_string()),
         "SW_SECRET" => Some(SW_SECRET.to_string()),
+        "DESTINATION_SECRET" => Some(DESTINATION_SECRET.to_string()),
         _ => None,
-    };
-    Config::parse(CONFIG, Path::new("test.toml"), &env).expect("test config is valid")
+    }
+}
+
+pub fn test_config() -> Config {
+    Config::parse(CONFIG, Path::new("test.toml"), &test_env).expect("test config is valid")
 }
 
 /// The cluster `.ci/test` started. Tests need it: they are never skipped for want of it.
