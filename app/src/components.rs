@@ -53,6 +53,7 @@ pub fn TopBar() -> impl IntoView {
             <nav aria-label="Main">
                 <A href="/" exact=true>"Overview"</A>
                 <A href="/events">"Events"</A>
+                <A href="/destinations">"Destinations"</A>
                 <A href="/audit">"Audit"</A>
             </nav>
             <Suspense fallback=|| ()>

@@ -5,7 +5,7 @@
 //! Order per object (snapshot sources): a claim takes only the greatest pending revision of an
 //! object, and only while no attempt of that object is in flight (leased); every smaller pending
 //! revision is `superseded` then, and so is a pending revision smaller than one already
-//! delivered. So a destination never receives a revision after a greater one. The claim of an
+//! delivered or dead (a dead attempt may have reached the application). So a destination never receives a revision after a greater one. The claim of an
 //! object's rows is serialised: on PostgreSQL by a transaction-scoped advisory lock per object,
 //! on SQLite by its single writer.
 
@@ -16,6 +16,18 @@ use chrono::{DateTime, Duration, Utc};
 use sea_orm::{
     ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, Statement, TransactionTrait, Value,
 };
+
+/// The forwarder's wake-up, in the dashboard's context: a confirmed replay (or retry) wakes it
+/// instead of waiting for its next poll.
+#[derive(Clone, Debug, Default)]
+pub struct Wake(pub std::sync::Arc<tokio::sync::Notify>);
+
+/// Wakes this process's forwarder, if the context has one.
+pub fn wake() {
+    if let Some(Wake(notify)) = leptos::prelude::use_context::<Wake>() {
+        notify.notify_one();
+    }
+}
 
 /// A claimed forward delivery: what its request needs.
 #[derive(Debug, Clone, FromQueryResult)]
@@ -30,6 +42,9 @@ pub struct Claimed {
     pub received_at: DateTime<Utc>,
     pub payload: String,
     pub attempts: i32,
+    /// The attempt count at which the current retry schedule began (an operator's retry of a
+    /// dead delivery starts it again).
+    pub schedule_base: i32,
 }
 
 /// How an attempt ended.
@@ -66,7 +81,7 @@ fn statement(backend: DatabaseBackend, sql: &str, values: Vec<Value>) -> Stateme
     Statement::from_sql_and_values(backend, sql, values)
 }
 
-const CLAIM_COLUMNS: &str = "id, destination, source, event_id, object_id, revision, event_type, received_at, payload, attempts";
+const CLAIM_COLUMNS: &str = "id, destination, source, event_id, object_id, revision, event_type, received_at, payload, attempts, schedule_base";
 
 /// Claims up to `limit` due deliveries of the given destinations for `lease`: each is attempted
 /// by one worker at a time; a worker that dies loses its claim when the lease ends.
@@ -102,6 +117,8 @@ pub async fn claim_due(
                  WHERE status = 'pending' AND next_attempt_at <= $1
                    AND (lease_until IS NULL OR lease_until < $1)
                    AND destination IN ({})
+                   AND destination NOT IN
+                       (SELECT destination FROM forward_destinations WHERE paused_at IS NOT NULL)
                  ORDER BY next_attempt_at, id LIMIT $2{skip_locked}",
                 placeholders.join(", ")
             ),
@@ -129,8 +146,9 @@ pub async fn claim_due(
 }
 
 /// Whether this revision of an object may be sent now, superseding what it makes pointless:
-/// false (and superseded) when a greater revision is pending or was delivered; false (left for
-/// later) while an attempt of the object is in flight.
+/// false (and superseded) when a greater revision is pending, was delivered, or is dead (a dead
+/// attempt may have reached the application); false (left for later) while an attempt of the
+/// object is in flight.
 async fn may_send<C: ConnectionTrait>(
     txn: &C,
     candidate: &Claimed,
@@ -159,7 +177,7 @@ async fn may_send<C: ConnectionTrait>(
             backend,
             "SELECT count(*) AS n FROM forward_deliveries
              WHERE destination = $1 AND source = $2 AND object_id = $3 AND revision > $4
-               AND status IN ('pending', 'delivered')",
+               AND status IN ('pending', 'delivered', 'dead')",
             values,
         ))
         .await?
@@ -258,7 +276,7 @@ pub async fn record_attempt(
     } else {
         match destination
             .retry_schedule_secs
-            .get(usize::try_from(claimed.attempts).unwrap_or(usize::MAX))
+            .get(usize::try_from(claimed.attempts - claimed.schedule_base).unwrap_or(usize::MAX))
         {
             None => AfterAttempt::Dead,
             Some(wait) => {
@@ -307,8 +325,40 @@ pub async fn record_attempt(
         ],
     ))
     .await?;
+    if let Some(error) = result.error.as_deref() {
+        // The destination's last error, for its dashboard page.
+        txn.execute_raw(statement(
+            backend,
+            "INSERT INTO forward_destinations (destination, last_error, last_status_code, last_error_at)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT (destination) DO UPDATE SET last_error = excluded.last_error,
+                 last_status_code = excluded.last_status_code, last_error_at = excluded.last_error_at",
+            vec![
+                claimed.destination.as_str().into(),
+                error.into(),
+                result.status_code.map(i32::from).into(),
+                now.into(),
+            ],
+        ))
+        .await?;
+    }
     txn.commit().await?;
     Ok(after)
+}
+
+/// Gives up the claims of `worker` on rows it did not finish (an attempt abandoned at shutdown):
+/// they are due again at once, for another process or the next start.
+pub async fn release_claims(db: &Db, worker: &str) -> Result<u64, DbErr> {
+    let done = db
+        .writer
+        .execute_raw(statement(
+            db.backend(),
+            "UPDATE forward_deliveries SET lease_until = NULL, leased_by = NULL
+             WHERE leased_by = $1 AND status = 'pending'",
+            vec![worker.into()],
+        ))
+        .await?;
+    Ok(done.rows_affected())
 }
 
 /// Each destination's pending deliveries: how many, and when the oldest was created.

@@ -107,6 +107,10 @@ vocabulary! {
         SignIn = "sign_in",
         Replay = "replay",
         BulkReplay = "bulk_replay",
+        PauseDestination = "pause_destination",
+        ResumeDestination = "resume_destination",
+        RetryForward = "retry_forward",
+        BulkRetryForward = "bulk_retry_forward",
     }
 }
 
@@ -166,6 +170,8 @@ pub struct EventDetail {
     pub body_is_json: bool,
     /// Every delivery of the same event (retries, replays), oldest first.
     pub related: Vec<EventRow>,
+    /// The forward deliveries this delivery produced.
+    pub forwarded: Vec<ForwardRow>,
     /// Whether the object has a history page.
     pub has_object: bool,
     pub can_replay: bool,
@@ -256,6 +262,8 @@ pub struct Overview {
     pub newest_failures: Vec<EventRow>,
     /// The newest `hookbox verify` run, if there was one.
     pub last_verify: Option<VerifyRun>,
+    /// Destinations with a backlog or dead deliveries.
+    pub destinations_in_trouble: Vec<DestinationSummary>,
 }
 
 /// One recorded run of `hookbox verify`.
@@ -267,4 +275,111 @@ pub struct VerifyRun {
     /// How many of the drifts `--repair` fixed.
     pub repaired: i64,
     pub summary: String,
+}
+
+/// A destination as `/destinations` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DestinationSummary {
+    pub name: String,
+    /// The URL with any credentials in it redacted; `None` when the destination has rows but is
+    /// no longer configured.
+    pub url: Option<String>,
+    pub paused_at: Option<String>,
+    pub paused_by: Option<String>,
+    pub pending: i64,
+    /// RFC 3339, UTC: when the oldest pending delivery was created.
+    pub oldest_pending_at: Option<String>,
+    /// Its age in seconds when the page was read.
+    pub oldest_pending_secs: Option<i64>,
+    pub dead: i64,
+    /// Attempts over the last hour, and how many were answered 2xx.
+    pub attempts_last_hour: i64,
+    pub delivered_last_hour: i64,
+    pub last_error: Option<String>,
+    pub last_status_code: Option<i32>,
+    pub last_error_at: Option<String>,
+}
+
+impl DestinationSummary {
+    /// The success rate over the last hour in percent, if there were attempts.
+    pub fn success_percent(&self) -> Option<f64> {
+        (self.attempts_last_hour > 0)
+            .then(|| 100.0 * self.delivered_last_hour as f64 / self.attempts_last_hour as f64)
+    }
+
+    /// Whether the overview should point at it: a backlog, or dead deliveries.
+    pub fn needs_attention(&self) -> bool {
+        self.pending > 0 || self.dead > 0
+    }
+}
+
+vocabulary! {
+    /// A forward delivery's `status`.
+    ForwardStatus {
+        Pending = "pending",
+        Delivered = "delivered",
+        Superseded = "superseded",
+        Dead = "dead",
+    }
+}
+
+/// One attempt of a forward delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardAttemptRow {
+    pub attempt: i32,
+    pub started_at: String,
+    pub duration_ms: i64,
+    pub status_code: Option<i32>,
+    pub error: Option<String>,
+    pub response_excerpt: Option<String>,
+}
+
+/// One forward delivery with its attempts (oldest first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardRow {
+    pub id: i64,
+    pub destination: String,
+    pub source: String,
+    pub event_id: String,
+    pub object_id: Option<String>,
+    pub revision: Option<i64>,
+    pub archive_id: Option<i64>,
+    pub status: String,
+    pub attempts: i32,
+    pub next_attempt_at: String,
+    pub last_status_code: Option<i32>,
+    pub last_error: Option<String>,
+    pub delivered_at: Option<String>,
+    pub created_at: String,
+    pub attempt_log: Vec<ForwardAttemptRow>,
+}
+
+/// The filters of `/destinations/{name}`, as they stand in the URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardFilter {
+    pub status: Option<String>,
+    pub source: Option<String>,
+    /// An event id or an object id.
+    pub q: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DestinationPage {
+    pub summary: DestinationSummary,
+    /// Newest first.
+    pub rows: Vec<ForwardRow>,
+    /// Pass as `cursor` for the next (older) page.
+    pub next_cursor: Option<String>,
+    pub can_act: bool,
+}
+
+/// What retrying the dead deliveries of a filter would do (dry run) or did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryResult {
+    pub matched: i64,
+    pub retried: bool,
+    /// The text to type to confirm, e.g. `retry 12`.
+    pub confirmation: String,
+    /// The deliveries taken, in words: `orders-app, source shop, status dead`.
+    pub scope: String,
 }

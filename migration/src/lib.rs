@@ -9,6 +9,7 @@ mod m20261130_000004_dashboard_indexes;
 mod m20261130_000005_overview_rollup;
 mod m20261201_000006_signed_body_digest;
 mod m20261201_000007_forwarding;
+mod m20261201_000008_destination_state;
 
 pub struct Migrator;
 
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000005_overview_rollup::Migration),
             Box::new(m20261201_000006_signed_body_digest::Migration),
             Box::new(m20261201_000007_forwarding::Migration),
+            Box::new(m20261201_000008_destination_state::Migration),
         ]
     }
 }

@@ -2,20 +2,27 @@
 //! posts each signed request with its destination's timeout on a client kept per destination
 //! (connections reused), and records the answer. No database transaction is open during a call.
 //!
-//! It wakes when ingest commits a forwarded delivery in this process, and polls as the backstop
-//! (another process's deliveries, retries coming due). On shutdown it stops claiming; attempts in
-//! flight finish or are dropped with the process, and their rows stay due (the lease runs out).
+//! Wake-ups: ingest in this process notifies it after commit; the forwarder then tells the other
+//! processes on the same PostgreSQL database with one `NOTIFY` per round of claims (never one per
+//! delivery, and outside every ingest transaction), which their listeners turn into a wake-up.
+//! Polling (`HOOKBOX_FORWARD_POLL_MS`) is the backstop: retries coming due, a lost notification,
+//! SQLite's other processes.
+//!
+//! Shutdown: it stops claiming, lets the attempts in flight finish within the grace period, then
+//! abandons the rest and gives up their claims, so their rows are due again at once (for another
+//! process or the next start). Nothing is marked delivered that was not answered 2xx.
 
 use app::config::{Config, Destination};
 use app::db::Db;
 use app::forward::{self, AttemptResult, Claimed};
+use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-/// How often the forwarder looks for due deliveries without being woken.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// The PostgreSQL channel the forwarders of one database wake each other on.
+pub const CHANNEL: &str = "hookbox_forward";
 
 /// Deliveries claimed at once.
 const BATCH: usize = 32;
@@ -23,10 +30,36 @@ const BATCH: usize = 32;
 /// The longest answer excerpt kept per attempt.
 const EXCERPT_BYTES: usize = 1024;
 
-/// Runs until `stop` is notified.
-pub async fn run(db: Db, config: Arc<Config>, wake: Arc<Notify>, stop: Arc<Notify>) {
+/// How the forwarder runs.
+#[derive(Clone)]
+pub struct Options {
+    /// Notified by ingest in this process after a commit that wrote forward rows.
+    pub wake: Arc<Notify>,
+    /// Notified once at shutdown.
+    pub stop: Arc<Notify>,
+    /// How often it looks for due rows when nothing woke it.
+    pub poll: Duration,
+    /// How long attempts in flight may take after `stop`.
+    pub grace: Duration,
+}
+
+/// Runs until `stop` is notified, then lets attempts in flight finish within the grace period.
+pub async fn run(db: Db, config: Arc<Config>, options: Options) {
+    let Options {
+        wake,
+        stop,
+        poll,
+        grace,
+    } = options;
     if config.destinations.is_empty() {
-        return;
+        // Nothing to send here; what this process commits is still announced to the others
+        // (a configuration that names no destination yet, during a rolling change).
+        loop {
+            tokio::select! {
+                () = stop.notified() => return,
+                () = wake.notified() => announce(&db).await,
+            }
+        }
     }
     let worker = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
     let clients: HashMap<String, reqwest::Client> = config
@@ -47,59 +80,161 @@ pub async fn run(db: Db, config: Arc<Config>, wake: Arc<Notify>, stop: Arc<Notif
         .iter()
         .map(|d| d.name.as_str())
         .collect();
+    // A claim outlives the slowest attempt, its wait for the rate limit included, so only a
+    // dead worker loses it.
     let longest = config
         .destinations
         .iter()
-        .map(|d| d.timeout_secs)
+        .map(|d| {
+            let rate_wait = d.rate_limit_per_sec.map_or(0, |per_sec| {
+                (BATCH as u64).div_ceil(u64::from(per_sec.max(1)))
+            });
+            d.timeout_secs + rate_wait
+        })
         .max()
         .unwrap_or(15);
+    let lease = Duration::from_secs(longest + 30);
     // Per destination, at most `rate_limit_per_sec` attempts a second from this process.
     let limiter = Arc::new(crate::rate_limit::RateLimiter::default());
-    // A claim outlives the slowest attempt, so only a dead worker loses it.
-    let lease = Duration::from_secs(longest + 30);
+    // Other processes' wake-ups (PostgreSQL only).
+    let peers = Arc::new(Notify::new());
+    let listener = (db.backend() == DatabaseBackend::Postgres)
+        .then(|| tokio::spawn(listen(db.clone(), peers.clone())));
+    let mut attempts = tokio::task::JoinSet::new();
     loop {
-        let claimed = match forward::claim_due(&db, &names, &worker, lease, BATCH).await {
-            Ok(claimed) => claimed,
+        // Claim while at most half the batch is in flight: a slow attempt holds one slot, never
+        // the others (each object has at most one attempt in flight; the claim sees to it).
+        if attempts.len() <= BATCH / 2 {
+            let room = BATCH - attempts.len();
+            let claimed = match forward::claim_due(&db, &names, &worker, lease, room).await {
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::warn!(error = %e, "forwarder: cannot claim deliveries; retrying");
+                    Vec::new()
+                }
+            };
+            for c in claimed {
+                let (Some(destination), Some(client)) = (
+                    config.destinations.iter().find(|d| d.name == c.destination),
+                    clients.get(&c.destination),
+                ) else {
+                    continue;
+                };
+                let (db, destination, client, limiter) = (
+                    db.clone(),
+                    destination.clone(),
+                    client.clone(),
+                    limiter.clone(),
+                );
+                attempts.spawn(async move {
+                    if let Some(per_sec) = destination.rate_limit_per_sec {
+                        while let Err(wait) = limiter.take(&destination.name, per_sec) {
+                            tokio::time::sleep(wait).await;
+                        }
+                    }
+                    attempt(db, destination, client, c).await;
+                });
+            }
+        }
+        tokio::select! {
+            biased;
+            () = stop.notified() => break,
+            // A finished attempt may free an object's next revision, and room in the batch.
+            Some(_) = attempts.join_next(), if !attempts.is_empty() => {}
+            () = wake.notified() => announce(&db).await,
+            () = peers.notified() => {}
+            () = tokio::time::sleep(poll), if attempts.is_empty() => {}
+        }
+    }
+    if let Some(listener) = listener {
+        listener.abort();
+    }
+    let in_flight = attempts.len();
+    if in_flight > 0 {
+        tracing::info!(
+            in_flight,
+            ?grace,
+            "forwarder stopping: letting attempts in flight finish"
+        );
+        let finished = tokio::time::timeout(grace, async {
+            while attempts.join_next().await.is_some() {}
+        })
+        .await;
+        if finished.is_err() {
+            attempts.abort_all();
+            while attempts.join_next().await.is_some() {}
+            tracing::warn!(
+                abandoned = attempts.len(),
+                "grace period over: forward attempts abandoned, their deliveries stay due"
+            );
+        }
+    }
+    match forward::release_claims(&db, &worker).await {
+        Ok(0) => {}
+        Ok(released) => tracing::info!(released, "forwarder stopped: unfinished claims given up"),
+        Err(e) => {
+            tracing::warn!(error = %e, "forwarder stopped: claims not given up; they end with their lease")
+        }
+    }
+}
+
+/// Tells the other processes on this PostgreSQL database that deliveries were committed.
+async fn announce(db: &Db) {
+    if db.backend() != DatabaseBackend::Postgres {
+        return;
+    }
+    let notify = Statement::from_string(
+        DatabaseBackend::Postgres,
+        format!("SELECT pg_notify('{CHANNEL}', '')"),
+    );
+    if let Err(e) = db.writer.execute_raw(notify).await {
+        tracing::debug!(error = %e, "forwarder: NOTIFY failed; the others poll");
+    }
+}
+
+/// Listens on [`CHANNEL`] on a connection of its own and wakes the forwarder on each
+/// notification; reconnects after a lost connection (polling covers the gap).
+async fn listen(db: Db, peers: Arc<Notify>) {
+    use sea_orm::sqlx::postgres::{PgListener, PgPoolOptions};
+    let options = db
+        .writer
+        .get_postgres_connection_pool()
+        .connect_options()
+        .as_ref()
+        .clone();
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .min_connections(0)
+        .acquire_timeout(app::db::ACQUIRE_TIMEOUT)
+        .connect_lazy_with(options);
+    loop {
+        let mut listener = match PgListener::connect_with(&pool).await {
+            Ok(listener) => listener,
             Err(e) => {
-                tracing::warn!(error = %e, "forwarder: cannot claim deliveries; retrying");
-                Vec::new()
+                tracing::debug!(error = %e, "forwarder: cannot LISTEN yet; polling");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
             }
         };
-        let busy = !claimed.is_empty();
-        let mut attempts = tokio::task::JoinSet::new();
-        for c in claimed {
-            let (Some(destination), Some(client)) = (
-                config.destinations.iter().find(|d| d.name == c.destination),
-                clients.get(&c.destination),
-            ) else {
-                continue;
-            };
-            let (db, destination, client, limiter) = (
-                db.clone(),
-                destination.clone(),
-                client.clone(),
-                limiter.clone(),
-            );
-            attempts.spawn(async move {
-                if let Some(per_sec) = destination.rate_limit_per_sec {
-                    while let Err(wait) = limiter.take(&destination.name, per_sec) {
-                        tokio::time::sleep(wait).await;
-                    }
-                }
-                attempt(db, destination, client, c).await;
-            });
-        }
-        tokio::select! {
-            _ = attempts.join_all() => {}
-            () = stop.notified() => return,
-        }
-        if busy {
+        if let Err(e) = listener.listen(CHANNEL).await {
+            tracing::debug!(error = %e, "forwarder: LISTEN failed; polling");
+            tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         }
-        tokio::select! {
-            () = wake.notified() => {}
-            () = tokio::time::sleep(POLL_INTERVAL) => {}
-            () = stop.notified() => return,
+        loop {
+            match listener.try_recv().await {
+                Ok(Some(_)) => peers.notify_one(),
+                // The connection was lost: wake (something may have been missed) and listen again.
+                Ok(None) => {
+                    peers.notify_one();
+                    break;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "forwarder: the LISTEN connection failed");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    break;
+                }
+            }
         }
     }
 }

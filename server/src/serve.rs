@@ -88,14 +88,18 @@ pub async fn serve(
         state.clone(),
         leptos_options(addr, &state.settings.site_root),
     );
-    // The forwarder stops claiming at shutdown; its attempts in flight end with the process and
-    // their rows stay due (their leases run out).
+    // The forwarder stops claiming at shutdown and lets its attempts in flight finish within the
+    // grace period; the pools close after it.
     let forwarder_stop = Arc::new(tokio::sync::Notify::new());
-    tokio::spawn(crate::forwarder::run(
+    let forwarder = tokio::spawn(crate::forwarder::run(
         db.clone(),
         state.config.clone(),
-        state.forward_wake.clone(),
-        forwarder_stop.clone(),
+        crate::forwarder::Options {
+            wake: state.forward_wake.clone(),
+            stop: forwarder_stop.clone(),
+            poll: state.settings.forward_poll,
+            grace,
+        },
     ));
     let (stopping, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -114,6 +118,14 @@ pub async fn serve(
     tokio::select! {
         () = server => {},
         () = grace_over => tracing::warn!(?grace, "grace period over: stopping with requests in flight (their transactions roll back)"),
+    }
+    // The forwarder has the same grace period (it started with the server's), and a moment more
+    // to give up the claims of what it abandoned.
+    if tokio::time::timeout(grace + Duration::from_secs(5), forwarder)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the forwarder did not stop in time; its claims end with their lease");
     }
     for pool in [&db.conn, &db.writer] {
         pool.close_by_ref()

@@ -51,6 +51,10 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// `HOOKBOX_TRUSTED_PROXIES`.
     pub trusted_proxies: TrustedProxies,
+    /// `HOOKBOX_FORWARD_POLL_MS` (500): how often the forwarder looks for due deliveries when
+    /// nothing woke it (retries coming due; another process's deliveries on SQLite, or when a
+    /// notification was lost).
+    pub forward_poll: Duration,
 }
 
 impl fmt::Debug for Settings {
@@ -74,6 +78,7 @@ impl Default for Settings {
             sessions: Sessions::default(),
             shutdown_grace: Duration::from_secs(30),
             trusted_proxies: TrustedProxies::default(),
+            forward_poll: Duration::from_millis(500),
         }
     }
 }
@@ -147,6 +152,9 @@ impl Settings {
         if let Some(secs) = number("HOOKBOX_SHUTDOWN_GRACE_SECS", 0, 3600) {
             settings.shutdown_grace = Duration::from_secs(secs);
         }
+        if let Some(ms) = number("HOOKBOX_FORWARD_POLL_MS", 10, 600_000) {
+            settings.forward_poll = Duration::from_millis(ms);
+        }
         let mut flag = |name: &str, on: &str| -> bool {
             match get(name) {
                 None => false,
@@ -198,8 +206,9 @@ impl Settings {
                 }
             ),
             format!(
-                "HOOKBOX_SHUTDOWN_GRACE_SECS: {}",
-                self.shutdown_grace.as_secs()
+                "HOOKBOX_SHUTDOWN_GRACE_SECS: {}, HOOKBOX_FORWARD_POLL_MS: {}",
+                self.shutdown_grace.as_secs(),
+                self.forward_poll.as_millis()
             ),
             format!(
                 "HOOKBOX_LOG_FORMAT: {}, HOOKBOX_ALLOW_UNSIGNED: {}, HOOKBOX_ADMIN_PASSWORD: {}",

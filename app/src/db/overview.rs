@@ -228,5 +228,6 @@ pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, Db
         by_day,
         newest_failures,
         last_verify,
+        destinations_in_trouble: Vec::new(),
     })
 }

@@ -69,7 +69,11 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
             .map_err(|e| guard::unavailable(&e))?,
         None => Vec::new(),
     };
+    let forwarded = crate::db::destinations::produced_by(&db, id)
+        .await
+        .map_err(|e| guard::unavailable(&e))?;
     Ok(EventDetail {
+        forwarded,
         has_object: stored.row.object_id.is_some(),
         event: stored.row,
         headers,
@@ -96,6 +100,7 @@ pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, Dashbo
             other => guard::bad_request(other.to_string()),
         })?;
     if confirm {
+        crate::forward::wake();
         tracing::info!(user = %user.name, replay_of = id, outcome = recorded.outcome.name(), "replayed");
     }
     Ok(ReplayResult {
@@ -204,6 +209,12 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
                 </tbody>
             </table>
         </section>
+        {(!d.forwarded.is_empty()).then(|| view! {
+            <section class="panel" data-testid="forwarded">
+                <h2>"Forwarded"</h2>
+                <crate::pages::destinations::ForwardList rows=d.forwarded.clone() can_act=false retry=None/>
+            </section>
+        })}
         <section class="panel">
             <h2>"Deliveries of this event"</h2>
             <ol class="related" data-testid="related">

@@ -68,6 +68,9 @@ pub async fn bulk_replay(
     let outcomes = replay_many(&db, &config, &ids, &user.name, !confirmed)
         .await
         .map_err(map_err)?;
+    if confirmed {
+        crate::forward::wake();
+    }
     let mut breakdown: Vec<(String, usize)> = Vec::new();
     for outcome in &outcomes {
         match breakdown

@@ -1,6 +1,7 @@
 //! One module per dashboard page, each with its server functions beside it.
 
 pub mod audit;
+pub mod destinations;
 pub mod event;
 pub mod events;
 pub mod login;

@@ -4,7 +4,7 @@
 
 use crate::components::{Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
-use crate::model::{CountRow, Overview, VerifyRun};
+use crate::model::{CountRow, DestinationSummary, Overview, VerifyRun};
 use leptos::prelude::*;
 
 #[server(endpoint = "overview")]
@@ -12,9 +12,18 @@ pub async fn get_overview() -> Result<Overview, DashboardError> {
     use crate::{guard, model::Role};
     guard::require(Role::Viewer).await?;
     let sources = guard::config()?.sources.len();
-    crate::db::overview::overview(&guard::db()?, sources)
+    let db = guard::db()?;
+    let mut overview = crate::db::overview::overview(&db, sources)
         .await
-        .map_err(|e| guard::unavailable(&e))
+        .map_err(|e| guard::unavailable(&e))?;
+    overview.destinations_in_trouble =
+        crate::db::destinations::summaries(&db, &crate::pages::destinations::configured()?)
+            .await
+            .map_err(|e| guard::unavailable(&e))?
+            .into_iter()
+            .filter(|d| d.needs_attention())
+            .collect();
+    Ok(overview)
 }
 
 /// Stacked bars per day, drawn on the server as SVG.
@@ -161,8 +170,33 @@ fn OverviewBody(o: Overview) -> impl IntoView {
                 }.into_any()
             }}
         </section>
+        <Forwarding trouble=o.destinations_in_trouble/>
         <InvariantCheck run=o.last_verify/>
     }
+}
+
+/// Destinations with a backlog or dead deliveries; nothing when all are drained.
+#[component]
+fn Forwarding(trouble: Vec<DestinationSummary>) -> impl IntoView {
+    (!trouble.is_empty()).then(|| view! {
+        <section class="panel" data-testid="forwarding-trouble">
+            <h2>"Forwarding"</h2>
+            <ul>
+                {trouble.into_iter().map(|d| {
+                    let href = format!("/destinations/{}", crate::url::urlencode(&d.name));
+                    let oldest = d.oldest_pending_secs.map(|s| format!(", the oldest for {}", crate::pages::destinations::age(s)));
+                    view! {
+                        <li data-testid="destination-trouble">
+                            <a href=href.clone()>{d.name.clone()}</a> ": "
+                            <a href=format!("{href}?status=pending")>{d.pending} " pending"</a> {oldest} ", "
+                            <a href=format!("{href}?status=dead")>{d.dead} " dead"</a>
+                            {d.paused_at.is_some().then_some(" (paused)")}
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </section>
+    })
 }
 
 /// When `hookbox verify` last ran and what it found.

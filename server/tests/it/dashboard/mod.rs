@@ -13,6 +13,7 @@ use app::model::Role;
 use reqwest::StatusCode;
 
 mod access;
+mod destinations;
 mod pages;
 mod replay;
 
