@@ -26,6 +26,8 @@ pub(crate) struct Receiver {
     pub(crate) script: Arc<Mutex<Script>>,
     /// While set, every request is answered 500 (the application is down).
     pub(crate) down: Arc<Mutex<bool>>,
+    /// How long each request waits before it is answered.
+    pub(crate) delay: Arc<Mutex<Duration>>,
 }
 
 impl Receiver {
@@ -41,6 +43,8 @@ impl Receiver {
                 let state = state.clone();
                 async move {
                     state.got.lock().unwrap().push(Received { headers, body });
+                    let delay = *state.delay.lock().unwrap();
+                    tokio::time::sleep(delay).await;
                     let scripted = {
                         let mut script = state.script.lock().unwrap();
                         (!script.is_empty()).then(|| script.remove(0))
@@ -417,4 +421,232 @@ async fn the_metrics_show_each_destinations_backlog_and_its_oldest_age(backend: 
         ),
         "{after}"
     );
+}
+
+/// A source `shop` forwarding to `orders-app` at `url` with the given attempt timeout.
+fn config_timeout(url: &str, timeout_secs: u64, schedule: &str) -> app::config::Config {
+    let text = format!(
+        r#"
+[[destinations]]
+name = "orders-app"
+url = "{url}"
+secret_env = "DESTINATION_SECRET"
+timeout_secs = {timeout_secs}
+retry_schedule_secs = {schedule}
+
+[[sources]]
+name = "shop"
+scheme = "hmac-sha256"
+secrets_env = ["SHOP_SECRET"]
+forward = ["orders-app"]
+"#
+    );
+    app::config::Config::parse(&text, Path::new("forwarder.toml"), &test_env).expect("valid")
+}
+
+both_backends!(an_attempt_not_answered_within_the_timeout_fails_and_is_retried);
+async fn an_attempt_not_answered_within_the_timeout_fails_and_is_retried(backend: Backend) {
+    let (receiver, url) = Receiver::start(Vec::new()).await;
+    *receiver.delay.lock().unwrap() = Duration::from_secs(3);
+    let app = spawn_app_with(backend, config_timeout(&url, 1, "[1]")).await;
+
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    wait_for_count(&app.db, "SELECT count(*) FROM forward_attempts", 1).await;
+    *receiver.delay.lock().unwrap() = Duration::ZERO;
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'delivered'",
+        1,
+    )
+    .await;
+
+    let attempts = texts(
+        &app.db,
+        "SELECT CAST(attempt AS TEXT), CAST(status_code AS TEXT), error, CAST(duration_ms AS TEXT)
+         FROM forward_attempts ORDER BY attempt",
+        vec![],
+    )
+    .await;
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0][1], None, "no answer came");
+    assert_eq!(attempts[0][2].as_deref(), Some("no answer within 1 s"));
+    let waited: i64 = attempts[0][3].as_deref().unwrap().parse().unwrap();
+    assert!(
+        (1000..3000).contains(&waited),
+        "the attempt gave up after its timeout, not the answer: {waited} ms"
+    );
+    assert_eq!(attempts[1][1].as_deref(), Some("200"));
+    let got = receiver.got();
+    assert_eq!(got.len(), 2);
+    assert_eq!(header(&got[0], "webhook-id"), header(&got[1], "webhook-id"));
+}
+
+/// A destination that accepts connections and never answers.
+async fn silent_destination() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (url, task)
+}
+
+both_backends!(ingest_answers_at_once_while_the_destination_never_answers);
+async fn ingest_answers_at_once_while_the_destination_never_answers(backend: Backend) {
+    let (url, _destination) = silent_destination().await;
+    let app = spawn_app_with(backend, config_timeout(&url, 30, "[60]")).await;
+
+    let mut slowest = Duration::ZERO;
+    for n in 0..60 {
+        let started = Instant::now();
+        let answer = app
+            .send(
+                "shop",
+                &event(&format!("e{n}"), &format!("order-{n}"), 1, "{}"),
+            )
+            .await;
+        slowest = slowest.max(started.elapsed());
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.outcome(), "applied");
+    }
+
+    // Every delivery answered while the forwarder's attempts hang: ingest never waits for a
+    // destination (its 30 s timeout would show in the answers).
+    assert!(
+        slowest < Duration::from_secs(5),
+        "the slowest answer took {slowest:?}"
+    );
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM forward_deliveries WHERE status = 'pending'"
+        )
+        .await,
+        60
+    );
+    // Attempts are in flight (claimed: more than half a batch, at most a batch), and none has
+    // finished.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let in_flight = loop {
+        let claimed = count(
+            &app.db,
+            "SELECT count(*) FROM forward_deliveries WHERE lease_until IS NOT NULL",
+        )
+        .await;
+        if claimed > 16 || Instant::now() > deadline {
+            break claimed;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        (17..=32).contains(&in_flight),
+        "{in_flight} attempts in flight"
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM forward_attempts").await,
+        0
+    );
+}
+
+both_backends!(a_replay_that_applies_is_forwarded_like_a_first_delivery);
+async fn a_replay_that_applies_is_forwarded_like_a_first_delivery(backend: Backend) {
+    let (receiver, url) = Receiver::start(Vec::new()).await;
+    // The source first reads the revision from the wrong place, so the delivery is invalid.
+    let text = format!(
+        r#"
+[[destinations]]
+name = "orders-app"
+url = "{url}"
+secret_env = "DESTINATION_SECRET"
+retry_schedule_secs = [1]
+
+[[sources]]
+name = "shop"
+scheme = "hmac-sha256"
+secrets_env = ["SHOP_SECRET"]
+revision = "/rev"
+forward = ["orders-app"]
+"#
+    );
+    let wrong_config =
+        app::config::Config::parse(&text, Path::new("wrong.toml"), &test_env).expect("valid");
+    let app = spawn_app_with(backend, wrong_config).await;
+    let answer = app
+        .send("shop", &event("e1", "order-1", 4, r#"{"v":4}"#))
+        .await;
+    assert_eq!(answer.outcome(), "invalid");
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM forward_deliveries").await,
+        0
+    );
+
+    // Replayed under the corrected mapping it applies, and is forwarded.
+    let original = scalar(&app.db, "SELECT id FROM webhook_events", vec![])
+        .await
+        .unwrap();
+    let stored = app::db::events::stored_delivery(&app.db, original)
+        .await
+        .unwrap()
+        .unwrap();
+    let recorded =
+        app::ingest::replay::replay(&app.db, &config(&url, "[1]"), &stored, "olga", false)
+            .await
+            .unwrap();
+    assert_eq!(recorded.outcome.name(), "applied");
+    let got = receiver.wait_for(1).await;
+
+    let body: serde_json::Value = serde_json::from_str(&got[0].body).unwrap();
+    assert_eq!(body["event_id"], "e1");
+    assert_eq!(body["revision"], 4);
+    assert_eq!(
+        texts(
+            &app.db,
+            "SELECT CAST(archive_id AS TEXT) FROM forward_deliveries",
+            vec![]
+        )
+        .await,
+        [vec![Some(recorded.archive_id.to_string())]]
+    );
+}
+
+#[tokio::test]
+async fn on_postgresql_a_commit_in_one_process_wakes_the_forwarder_of_another() {
+    let (receiver, url) = Receiver::start(Vec::new()).await;
+    let (db, _) = fresh_postgres(&cluster_url()).await;
+    // The forwarder polls every ten minutes: only the notification can wake it in time.
+    let forwarding = spawn_app_on_with_state(db.clone(), config(&url, "[1]"), |state| {
+        let mut settings = (*state.settings).clone();
+        settings.forward_poll = Duration::from_secs(600);
+        state.settings = Arc::new(settings);
+    })
+    .await;
+    // The other process ingests and forwards nothing itself (no destination of its own).
+    let mut ingest_only = config(&url, "[1]");
+    ingest_only.destinations.clear();
+    let ingesting = spawn_app_on_with_state(db.clone(), ingest_only, |_| {}).await;
+    // The forwarding process listens before anything is sent.
+    wait_for_count(
+        &db,
+        "SELECT count(*) FROM pg_stat_activity
+         WHERE datname = current_database() AND query = 'LISTEN \"hookbox_forward\"'",
+        1,
+    )
+    .await;
+
+    let answer = ingesting
+        .send("shop", &event("e1", "order-1", 1, "{}"))
+        .await;
+    assert_eq!(answer.outcome(), "applied");
+    let got = receiver.wait_for(1).await;
+
+    assert!(header(&got[0], "webhook-id").starts_with("fwd_"));
+    wait_for_count(
+        &forwarding.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'delivered'",
+        1,
+    )
+    .await;
 }

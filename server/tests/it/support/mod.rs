@@ -367,6 +367,15 @@ pub async fn spawn_app_with_state(
     app
 }
 
+/// The real server over an existing database (another process on it, say), its state adjusted.
+pub async fn spawn_app_on_with_state(
+    db: Db,
+    config: Config,
+    adjust: impl FnOnce(&mut server::AppState),
+) -> TestApp {
+    serve_with_state(db, config, adjust).await
+}
+
 async fn serve_with_state(
     db: Db,
     config: Config,
