@@ -10,6 +10,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
 import assert from 'node:assert/strict';
 
 const bin = process.env.HOOKBOX_BIN;
@@ -24,12 +25,40 @@ const base = `http://127.0.0.1:${port}`;
 const ADMIN_PASSWORD = 'e2e-admin-password';
 const VIEWER_PASSWORD = 'e2e-viewer-password';
 
-// "legacy" maps its snapshot to the wrong field at first; the fix maps it to /data.
+// The operator's application: records each forwarded request; answers 500 while it is down.
+const application = { down: true, got: [] };
+const appPort = await new Promise((resolve) => {
+  const s = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      application.got.push({ id: req.headers['webhook-id'], body });
+      res.statusCode = application.down ? 500 : 200;
+      res.end(application.down ? 'down for maintenance' : 'ok');
+    });
+  }).listen(0, '127.0.0.1', () => resolve(s.address().port));
+});
+
+// "legacy" maps its snapshot to the wrong field at first; the fix maps it to /data. "shop"
+// forwards to the application, which is down at first: its deliveries die after two attempts.
 const config = (snapshotField) => `
+[[destinations]]
+name = "orders-app"
+url = "http://127.0.0.1:${appPort}/hookbox"
+secret_env = "ORDERS_APP_SECRET"
+timeout_secs = 5
+retry_schedule_secs = [1]
+
 [[sources]]
 name = "demo"
 scheme = "hmac-sha256"
 secrets_env = ["DEMO_SECRET"]
+
+[[sources]]
+name = "shop"
+scheme = "hmac-sha256"
+secrets_env = ["DEMO_SECRET"]
+forward = ["orders-app"]
 
 [[sources]]
 name = "legacy"
@@ -42,6 +71,7 @@ const env = {
   DATABASE_URL: `sqlite://${join(dir, 'hookbox.db')}?mode=rwc`,
   HOOKBOX_CONFIG: join(dir, 'hookbox.toml'),
   DEMO_SECRET: 'e2e-secret',
+  ORDERS_APP_SECRET: 'whsec_' + Buffer.from('e2e destination secret, 32 bytes').toString('base64'),
   HOOKBOX_ADMIN_PASSWORD: ADMIN_PASSWORD,
   LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
 };
@@ -235,13 +265,80 @@ test('the filter form and the bulk replay follow the URL after Clear and the Bac
   assert.match(await dry.innerText(), new RegExp(`^${FAILED_IN_ALL_SOURCES} failed deliveries match \\(every source`));
 });
 
+// Reloads `path` until `check(page)` holds (the forwarder works in the background).
+async function eventually(page, path, check, what) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    await page.goto(base + path);
+    await hydrated(page);
+    if (await check(page)) return;
+    if (Date.now() > deadline) throw new Error(`never: ${what}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+const deadCount = async (page) => Number(await page.getByTestId('destination-row').filter({ hasText: 'orders-app' }).getByTestId('dead').innerText());
+
+test('a viewer sees the dead deliveries of a destination that is down, and cannot retry them', async (page) => {
+  await signIn(page, 'vera', VIEWER_PASSWORD, '/destinations');
+  await eventually(page, '/destinations', async (p) => (await deadCount(p)) === 2, 'two dead deliveries');
+  const row = page.getByTestId('destination-row').filter({ hasText: 'orders-app' });
+  assert.match(await row.getByTestId('last-error').innerText(), /answered 500/);
+  assert.equal(await row.getByTestId('pause').count(), 0, 'viewers cannot pause');
+  await row.getByTestId('dead').getByRole('link').click();
+  await page.waitForURL(/\/destinations\/orders-app\?status=dead$/);
+  await hydrated(page);
+  assert.equal(await page.getByTestId('forward-row').count(), 2);
+  assert.equal(await page.getByTestId('retry').count(), 0, 'viewers see no retry control');
+  assert.equal(await page.getByTestId('retry-count').count(), 0, 'nor the bulk retry');
+  const attempts = page.getByTestId('forward-row').first().getByTestId('attempts');
+  await page.getByTestId('forward-row').first().getByTestId('attempt-count').click();
+  assert.match(await attempts.innerText(), /500[\s\S]*down for maintenance/);
+  // The server refuses a viewer's retry whatever the page shows.
+  const status = await page.evaluate(async () => (await fetch('/api/retry_forward', {
+    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'name=orders-app&id=1',
+  })).status);
+  assert.equal(status, 403);
+});
+
+test('an operator retries one dead delivery once the application is back, and it is delivered and audited', async (page) => {
+  application.down = false;
+  const before = application.got.length;
+  await signIn(page, 'admin', ADMIN_PASSWORD, '/destinations/orders-app?status=dead');
+  await hydrated(page);
+  const rows = page.getByTestId('forward-row');
+  assert.equal(await rows.count(), 2);
+  await rows.first().getByTestId('retry').click();
+  // The retried delivery leaves the dead list, and the application gets it.
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="forward-row"]').length === 1, null, { timeout: 20_000 });
+  await eventually(page, '/destinations/orders-app?status=delivered', async (p) => (await p.getByTestId('forward-row').count()) === 1, 'the retried delivery delivered');
+  assert.equal(application.got.length, before + 1, 'one more request reached the application');
+  await page.goto(base + '/audit?action=retry_forward');
+  const entry = page.getByTestId('audit-row').first();
+  await entry.waitFor();
+  assert.match(await entry.innerText(), /admin\s+retry_forward\s+orders-app\/\d+\s+done/);
+});
+
+test('an operator retries every dead delivery of the filter after the count and the typed confirmation', async (page) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD, '/destinations/orders-app?status=dead');
+  await hydrated(page);
+  await page.getByTestId('retry-count').click();
+  const counted = page.getByTestId('retry-count-result');
+  await counted.waitFor();
+  assert.match(await counted.innerText(), /^1 dead deliveries match \(orders-app, status dead\)/);
+  assert.equal(await page.getByTestId('retry-confirm').isDisabled(), true, 'needs the typed confirmation');
+  await page.getByLabel(/to retry them/).fill('retry 1');
+  await page.getByTestId('retry-confirm').click();
+  await page.getByTestId('retry-result').waitFor();
+  await eventually(page, '/destinations', async (p) => (await deadCount(p)) === 0, 'no dead delivery left');
+});
+
 test('screenshots of every page at 1280 px and 390 px', async () => {
   for (const [label, width, height] of [['desktop', 1280, 900], ['phone', 390, 844]]) {
     const context = await browser.newContext({ viewport: { width, height } });
     const page = await context.newPage();
     await signIn(page, 'admin', ADMIN_PASSWORD);
     const id = await (async () => { await page.goto(base + '/events?q=e-1-again'); return (await page.getByTestId('event-row').first().getByRole('link').first().getAttribute('href')); })();
-    for (const [name, path] of [['overview', '/'], ['events', '/events'], ['failed', '/events?status=failed'], ['event', id], ['object', '/objects/demo/order-1'], ['audit', '/audit']]) {
+    for (const [name, path] of [['overview', '/'], ['events', '/events'], ['failed', '/events?status=failed'], ['event', id], ['object', '/objects/demo/order-1'], ['audit', '/audit'], ['destinations', '/destinations'], ['destination', '/destinations/orders-app']]) {
       await page.goto(base + path);
       await page.waitForLoadState('networkidle');
       await page.screenshot({ path: `${shots}${name}-${label}.png`, fullPage: true });
@@ -259,6 +356,9 @@ try {
   assert.match(send('demo', { event_id: 'e-2', object_id: 'order-1', revision: 2, snapshot: { status: 'paid', total_cents: 4200 } }), /"status":"stale"/);
   assert.match(send('demo', { event_id: 'e-1', object_id: 'order-1', revision: 1, snapshot: { status: 'new' } }), /"status":"duplicate"/);
   assert.match(sendExpectingFailure('demo', { event_id: 'e-1-again', object_id: 'order-1', revision: 1, snapshot: { status: 'new' } }), /reused_revision/);
+  for (const i of [1, 2]) {
+    assert.match(send('shop', { event_id: `s-${i}`, object_id: `cart-${i}`, revision: 1, snapshot: { items: i } }), /"status":"applied"/);
+  }
   for (const i of [1, 2, 3]) {
     assert.match(sendExpectingFailure('legacy', { event_id: `legacy-${i}`, object_id: `invoice-${i}`, revision: 1, data: { amount: i } }), /snapshot/);
   }
@@ -284,12 +384,12 @@ try {
       await context.close();
     }
   };
-  const [redirect, viewer, search, replay, bulk, followsUrl, screenshots] = tests;
+  const [redirect, viewer, search, replay, bulk, followsUrl, deadForViewer, retryOne, retryAll, screenshots] = tests;
   for (const t of [redirect, viewer, search]) await run(t);
   // The operator fixes the legacy mapping and restarts hookbox.
   await stopServer();
   await startServer('/data');
-  for (const t of [replay, bulk, followsUrl, screenshots]) await run(t);
+  for (const t of [replay, bulk, followsUrl, deadForViewer, retryOne, retryAll, screenshots]) await run(t);
 } finally {
   if (browser) await browser.close();
   if (server && server.exitCode === null) await stopServer();

@@ -86,6 +86,10 @@ pub async fn purge(settings: &Settings, retention_days: Option<u32>) -> anyhow::
         .await
         .context("purge the archive")?;
     println!("purged {rows} archive rows");
+    let rows = purge::purge_forwarded(&db, cutoff, purge::DEFAULT_BATCH)
+        .await
+        .context("purge the forward deliveries")?;
+    println!("purged {rows} forward deliveries that were delivered or superseded");
     match retention.audit_days {
         Some(days) => {
             let audit_cutoff = purge::retention_cutoff(Utc::now(), days).trunc_subsecs(0);

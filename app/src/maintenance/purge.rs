@@ -1,5 +1,7 @@
-//! Archive retention: archive rows (`webhook_events`) older than `retention_days` are deleted.
-//! The inbox and the projection are never purged (guarantee 6 of `docs/webhooks.md`).
+//! Archive retention: archive rows (`webhook_events`) older than `retention_days` are deleted,
+//! and so are forward deliveries that are done (delivered or superseded) with their attempts.
+//! The inbox and the projection are never purged (guarantee 6 of `docs/webhooks.md`), nor are
+//! pending or dead forward deliveries: they wait for an attempt or an operator.
 //!
 //! Deletion goes in small batches, each statement its own transaction, so no lock is held for
 //! long and ingest (which only inserts new archive rows) never waits on a purge.
@@ -93,6 +95,36 @@ pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Re
     }
 }
 
+/// Deletes the forward deliveries created before `older_than` that are delivered or superseded
+/// (their attempts go with them), `batch` per statement; returns how many.
+pub async fn purge_forwarded(
+    db: &Db,
+    older_than: DateTime<Utc>,
+    batch: usize,
+) -> Result<u64, DbErr> {
+    let conn = db.maintenance();
+    let backend = conn.get_database_backend();
+    let limit = i64::try_from(batch.max(1)).unwrap_or(i64::MAX);
+    let mut total = 0;
+    loop {
+        let deleted = conn
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                "DELETE FROM forward_deliveries WHERE id IN (
+                     SELECT id FROM forward_deliveries
+                     WHERE created_at < $1 AND status IN ('delivered', 'superseded')
+                     ORDER BY id LIMIT $2)",
+                vec![older_than.into(), limit.into()],
+            ))
+            .await?
+            .rows_affected();
+        total += deleted;
+        if deleted < limit as u64 {
+            return Ok(total);
+        }
+    }
+}
+
 /// The server's retention task: a purge of the archive and of the audit log shortly after
 /// start, then one every 24 hours. Runs until the process ends; a failed purge is logged and
 /// tried again at the next run.
@@ -121,6 +153,17 @@ pub async fn run_daily(db: Db, retention_days: u32, audit_retention_days: u32) {
                 %error,
                 retention_days,
                 "archive retention: purge failed; retrying at the next run"
+            ),
+        }
+        match purge_forwarded(&db, cutoff, DEFAULT_BATCH).await {
+            Ok(rows) => tracing::info!(
+                rows,
+                retention_days,
+                "forwarding retention: purged forward deliveries that were done"
+            ),
+            Err(error) => tracing::warn!(
+                %error,
+                "forwarding retention: purge failed; retrying at the next run"
             ),
         }
         let audit_cutoff = retention_cutoff(Utc::now(), audit_retention_days);

@@ -251,3 +251,70 @@ async fn measure_a_batched_purge_of_half_a_million_rows_under_ingest() {
         500_000
     );
 }
+
+both_backends!(purge_deletes_old_forward_deliveries_that_are_done_and_keeps_pending_and_dead_ones);
+async fn purge_deletes_old_forward_deliveries_that_are_done_and_keeps_pending_and_dead_ones(
+    backend: Backend,
+) {
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    let long_ago = Utc::now() - Duration::days(100);
+    let mut ids = Vec::new();
+    for (status, created_at) in [
+        ("delivered", long_ago),
+        ("superseded", long_ago),
+        ("pending", long_ago),
+        ("dead", long_ago),
+        ("delivered", Utc::now()),
+    ] {
+        let row = db
+            .writer
+            .query_one_raw(sea_orm::Statement::from_sql_and_values(
+                db.backend(),
+                "INSERT INTO forward_deliveries (destination, source, event_id, status, attempts,
+                     next_attempt_at, created_at, received_at, payload)
+                 VALUES ('orders-app', 'shop', $1, $2, 1, $3, $3, $3, '{}') RETURNING id",
+                vec![status.into(), status.into(), created_at.into()],
+            ))
+            .await
+            .expect("insert")
+            .expect("a row");
+        let id: i64 = row.try_get("", "id").expect("id");
+        db.writer
+            .execute_raw(sea_orm::Statement::from_sql_and_values(
+                db.backend(),
+                "INSERT INTO forward_attempts (delivery_id, attempt, started_at, duration_ms)
+                 VALUES ($1, 1, $2, 5)",
+                vec![id.into(), created_at.into()],
+            ))
+            .await
+            .expect("attempt");
+        ids.push(id);
+    }
+
+    let purged = app::maintenance::purge::purge_forwarded(db, cutoff(), 1)
+        .await
+        .expect("purge");
+
+    assert_eq!(purged, 2, "{backend:?}");
+    let kept = texts(
+        db,
+        "SELECT status FROM forward_deliveries ORDER BY id",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        kept,
+        [
+            vec![Some("pending".to_string())],
+            vec![Some("dead".to_string())],
+            vec![Some("delivered".to_string())]
+        ],
+        "{backend:?}"
+    );
+    assert_eq!(
+        count(db, "SELECT count(*) FROM forward_attempts").await,
+        3,
+        "{backend:?}: the purged rows' attempts went with them"
+    );
+}
