@@ -406,6 +406,15 @@ async fn serve_with_state(
     }
 }
 
+impl TestApp {
+    /// Begins the server's shutdown (as SIGTERM does), keeping the test's database.
+    pub fn shut_down(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).ok();
+        }
+    }
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
