@@ -263,7 +263,7 @@ async fn attempt(db: Db, destination: Destination, client: reqwest::Client, clai
                         .and_then(|v| v.trim().parse::<u64>().ok())
                 })
                 .flatten();
-            let excerpt = truncate_bytes(response.text().await.unwrap_or_default(), EXCERPT_BYTES);
+            let excerpt = excerpt(response).await;
             AttemptResult {
                 started_at,
                 duration_ms: elapsed_ms(started),
@@ -315,6 +315,21 @@ async fn attempt(db: Db, destination: Destination, client: reqwest::Client, clai
 
 fn elapsed_ms(started: Instant) -> i64 {
     i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The first [`EXCERPT_BYTES`] of an answer's body, read no further: a destination answering
+/// a huge body costs at most that much memory (and the attempt's timeout bounds the time).
+async fn excerpt(mut response: reqwest::Response) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < EXCERPT_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                bytes.extend_from_slice(&chunk[..chunk.len().min(EXCERPT_BYTES - bytes.len())])
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    truncate_bytes(String::from_utf8_lossy(&bytes).into_owned(), EXCERPT_BYTES)
 }
 
 fn truncate_bytes(mut text: String, max: usize) -> String {

@@ -18,25 +18,8 @@ pub(crate) fn configured() -> Result<Vec<(String, String)>, DashboardError> {
     Ok(crate::guard::config()?
         .destinations
         .iter()
-        .map(|d| (d.name.clone(), shown_url(&d.url)))
+        .map(|d| (d.name.clone(), crate::url::shown_url(&d.url)))
         .collect())
-}
-
-/// `https://user:pass@host/path?token=…` → `https://host/path?…`.
-pub fn shown_url(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let path = match path.split_once(['?', '#']) {
-        Some((path, _)) => format!("{path}?…"),
-        None => path.to_string(),
-    };
-    format!("{scheme}://{host}{path}")
 }
 
 #[server(endpoint = "destinations")]
