@@ -18,6 +18,7 @@ mod dashboard;
 mod faults;
 mod forwarder;
 mod forwarding;
+mod forwarding_faults;
 mod maintenance;
 mod migrations;
 mod operations;
