@@ -41,7 +41,9 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
                     leptos::prelude::provide_context(state.db.clone());
                     leptos::prelude::provide_context(state.config.clone());
                     leptos::prelude::provide_context(state.settings.sessions);
-                    leptos::prelude::provide_context(app::forward::Wake(state.forward_wake.clone()));
+                    leptos::prelude::provide_context(app::forward::Wake(
+                        state.forward_wake.clone(),
+                    ));
                     set_content_security_policy();
                 }
             },
