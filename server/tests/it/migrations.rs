@@ -7,12 +7,13 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 12] = [
     "archive_day_counts",
     "archive_days_counted",
     "audit_log",
     "forward_attempts",
     "forward_deliveries",
+    "forward_destinations",
     "object_state",
     "sessions",
     "users",

@@ -153,9 +153,13 @@ async fn purge_prints_the_cutoff_it_uses() {
         "{cutoff} is not 60 days before the run"
     );
     assert_eq!(lines[1], "purged 1 archive rows", "{out}");
+    assert_eq!(
+        lines[2], "purged 0 forward deliveries that were delivered or superseded",
+        "{out}"
+    );
     assert!(
-        lines[2].starts_with("audit retention 365 days (from ")
-            && lines[2].contains("): purged 0 audit rows from before "),
+        lines[3].starts_with("audit retention 365 days (from ")
+            && lines[3].contains("): purged 0 audit rows from before "),
         "{out}"
     );
     assert_eq!(archive_ids(db).await, vec![forty_days_ago, five_days_ago]);
@@ -198,7 +202,7 @@ async fn purge_with_a_retention_flag_needs_no_config_file() {
     );
     assert!(
         out.ends_with(
-            "purged 2 archive rows\naudit log left as it is: its retention comes from the config file\n"
+            "purged 2 archive rows\npurged 0 forward deliveries that were delivered or superseded\naudit log left as it is: its retention comes from the config file\n"
         ),
         "{out}"
     );
@@ -226,7 +230,9 @@ async fn the_purge_and_verify_commands_print_what_they_did_and_exit_1_on_drift()
         "{out}"
     );
     assert!(
-        out.contains("\npurged 1 archive rows\naudit log left as it is"),
+        out.contains(
+            "\npurged 1 archive rows\npurged 0 forward deliveries that were delivered or superseded\naudit log left as it is"
+        ),
         "{out}"
     );
 
