@@ -16,6 +16,10 @@
 //!     --url http://127.0.0.1:3000/hooks/bench --secret bench-secret --connections 32 --duration 20
 //! ```
 //!
+//! `--rate 200` paces the deliveries at 200 a second in all (one every 5 ms, handed to whichever
+//! connection is free; after a stall it goes on at the same spacing, with no catch-up burst);
+//! without it every connection sends its next request as soon as the previous one is answered.
+//!
 //! The last line is machine-readable (`RESULT key=value ...`); the exit status is 1 when any
 //! answer differed from the expected one or a request failed.
 
@@ -27,6 +31,7 @@ use rand::rngs::StdRng;
 use rand::{SeedableRng, seq::IndexedRandom};
 use sha2::Sha256;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Parser)]
@@ -47,7 +52,14 @@ struct Args {
     /// Objects, shared out among the connections.
     #[arg(long, default_value_t = 10_000)]
     objects: usize,
+    /// Deliveries per second across all connections, evenly spaced; unset, as fast as answered.
+    #[arg(long)]
+    rate: Option<f64>,
 }
+
+/// The pace of `--rate`: one tick per delivery, shared by the connections (first come, first
+/// served).
+type Pace = Arc<tokio::sync::Mutex<tokio::time::Interval>>;
 
 /// What a request is, and so which answer it must get.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -216,6 +228,7 @@ async fn drive(
     secret: String,
     mut sender: Sender,
     deadline: Instant,
+    pace: Option<Pace>,
 ) -> anyhow::Result<Tally> {
     // One client per connection with one idle slot: exactly one keep-alive connection each.
     let client = reqwest::Client::builder()
@@ -224,6 +237,13 @@ async fn drive(
         .build()?;
     let mut tally = Tally::default();
     while Instant::now() < deadline {
+        if let Some(pace) = &pace {
+            let tick = async { pace.lock().await.tick().await };
+            tokio::select! {
+                _ = tick => {}
+                () = tokio::time::sleep_until(deadline.into()) => break,
+            }
+        }
         let (kind, body) = sender.next();
         let signed = signature(secret.as_bytes(), &body)?;
         let started = Instant::now();
@@ -291,9 +311,26 @@ async fn main() -> anyhow::Result<()> {
         args.objects >= args.connections,
         "--objects must be at least --connections"
     );
+    let pace = match args.rate {
+        None => None,
+        Some(rate) => {
+            anyhow::ensure!(
+                rate.is_finite() && rate > 0.0,
+                "--rate must be a positive number"
+            );
+            let mut interval = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            Some(Arc::new(tokio::sync::Mutex::new(interval)))
+        }
+    };
     println!(
-        "ingest_load: {} connections, {} s, {} objects, {}",
-        args.connections, args.duration, args.objects, args.url
+        "ingest_load: {} connections, {} s, {} objects, {}, {}",
+        args.connections,
+        args.duration,
+        args.objects,
+        args.rate
+            .map_or("unpaced".to_string(), |r| format!("{r} deliveries/s")),
+        args.url
     );
 
     let started = Instant::now();
@@ -322,6 +359,7 @@ async fn main() -> anyhow::Result<()> {
             args.secret.clone(),
             sender,
             deadline,
+            pace.clone(),
         )));
     }
     let mut tally = Tally::default();
