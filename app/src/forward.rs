@@ -84,7 +84,9 @@ fn statement(backend: DatabaseBackend, sql: &str, values: Vec<Value>) -> Stateme
 const CLAIM_COLUMNS: &str = "id, destination, source, event_id, object_id, revision, event_type, received_at, payload, attempts, schedule_base";
 
 /// Claims up to `limit` due deliveries of the given destinations for `lease`: each is attempted
-/// by one worker at a time; a worker that dies loses its claim when the lease ends.
+/// by one worker at a time; a worker that dies loses its claim when the lease ends. Paused
+/// destinations are skipped; the destinations are served in the order given, each up to what
+/// is left of `limit` (the forwarder rotates them).
 pub async fn claim_due(
     db: &Db,
     destinations: &[&str],
@@ -99,32 +101,46 @@ pub async fn claim_due(
     let now = Utc::now();
     let lease_until = now + Duration::from_std(lease).unwrap_or(Duration::seconds(60));
     let txn = db.writer.begin().await?;
-    let placeholders: Vec<String> = (0..destinations.len())
-        .map(|i| format!("${}", i + 3))
-        .collect();
+    let paused: Vec<String> = txn
+        .query_all_raw(statement(
+            backend,
+            "SELECT destination FROM forward_destinations WHERE paused_at IS NOT NULL",
+            vec![],
+        ))
+        .await?
+        .iter()
+        .map(|row| row.try_get::<String>("", "destination"))
+        .collect::<Result<_, _>>()?;
     let skip_locked = if backend == DatabaseBackend::Postgres {
         " FOR UPDATE SKIP LOCKED"
     } else {
         ""
     };
-    let mut values: Vec<Value> = vec![now.into(), (limit as i64).into()];
-    values.extend(destinations.iter().map(|d| Value::from(*d)));
-    let candidates = txn
-        .query_all_raw(statement(
-            backend,
-            &format!(
-                "SELECT {CLAIM_COLUMNS} FROM forward_deliveries
-                 WHERE status = 'pending' AND next_attempt_at <= $1
-                   AND (lease_until IS NULL OR lease_until < $1)
-                   AND destination IN ({})
-                   AND destination NOT IN
-                       (SELECT destination FROM forward_destinations WHERE paused_at IS NOT NULL)
-                 ORDER BY next_attempt_at, id LIMIT $2{skip_locked}",
-                placeholders.join(", ")
-            ),
-            values,
-        ))
-        .await?;
+    // One destination at a time: its pending rows in the order they come due are an index range
+    // (ix_forward_deliveries_due_by_destination), whatever the backlog.
+    let mut candidates = Vec::new();
+    for destination in destinations
+        .iter()
+        .filter(|d| !paused.iter().any(|p| p == *d))
+    {
+        let room = limit.saturating_sub(candidates.len());
+        if room == 0 {
+            break;
+        }
+        candidates.extend(
+            txn.query_all_raw(statement(
+                backend,
+                &format!(
+                    "SELECT {CLAIM_COLUMNS} FROM forward_deliveries
+                     WHERE destination = $3 AND status = 'pending' AND next_attempt_at <= $1
+                       AND (lease_until IS NULL OR lease_until < $1)
+                     ORDER BY next_attempt_at, id LIMIT $2{skip_locked}"
+                ),
+                vec![now.into(), (room as i64).into(), (*destination).into()],
+            ))
+            .await?,
+        );
+    }
     let mut claimed = Vec::new();
     for row in candidates {
         let candidate = Claimed::from_query_result(&row, "")?;

@@ -3,7 +3,10 @@
 //!   paused it and its last error (written by the failed attempt, so the page reads it at once);
 //! - `forward_deliveries.schedule_base`: the attempt count at which the current retry schedule
 //!   began (0; an operator's retry of a dead delivery starts the schedule again from there);
-//! - an index on `forward_attempts (started_at)` for the last hour's success rate.
+//! - an index on `forward_attempts (started_at)` for the last hour's success rate;
+//! - the claim's indexes: a destination's pending rows in the order they come due (without it a
+//!   claim reads and sorts the whole backlog, and slows as the backlog grows), and an object's
+//!   attempt in flight (a handful of rows, whatever the backlog).
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DatabaseBackend;
@@ -43,6 +46,13 @@ impl MigrationTrait for Migration {
             "ALTER TABLE forward_deliveries ADD COLUMN schedule_base INTEGER NOT NULL DEFAULT 0"
                 .to_string(),
             "CREATE INDEX ix_forward_attempts_started ON forward_attempts (started_at)".to_string(),
+            "CREATE INDEX ix_forward_deliveries_due_by_destination
+                 ON forward_deliveries (destination, next_attempt_at, id) WHERE status = 'pending'"
+                .to_string(),
+            "CREATE INDEX ix_forward_deliveries_in_flight
+                 ON forward_deliveries (destination, source, object_id)
+                 WHERE status = 'pending' AND lease_until IS NOT NULL"
+                .to_string(),
         ] {
             db.execute_unprepared(&statement).await?;
         }
@@ -52,6 +62,8 @@ impl MigrationTrait for Migration {
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
         for statement in [
+            "DROP INDEX IF EXISTS ix_forward_deliveries_in_flight",
+            "DROP INDEX IF EXISTS ix_forward_deliveries_due_by_destination",
             "DROP INDEX IF EXISTS ix_forward_attempts_started",
             "ALTER TABLE forward_deliveries DROP COLUMN schedule_base",
             "DROP TABLE IF EXISTS forward_destinations",

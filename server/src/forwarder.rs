@@ -75,7 +75,7 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
             Some((d.name.clone(), client))
         })
         .collect();
-    let names: Vec<&str> = config
+    let mut names: Vec<&str> = config
         .destinations
         .iter()
         .map(|d| d.name.as_str())
@@ -106,6 +106,8 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
         // the others (each object has at most one attempt in flight; the claim sees to it).
         if attempts.len() <= BATCH / 2 {
             let room = BATCH - attempts.len();
+            // Each destination in turn comes first, so a deep backlog of one never starves another.
+            names.rotate_left(1);
             let claimed = match forward::claim_due(&db, &names, &worker, lease, room).await {
                 Ok(claimed) => claimed,
                 Err(e) => {
