@@ -151,6 +151,9 @@ pub struct EventFilter {
     pub to: Option<String>,
     /// An event id or an object id.
     pub q: Option<String>,
+    /// A JSON object the delivery's body contains (PostgreSQL's `@>`): `{"customer":"cus_123"}`.
+    #[serde(rename = "match")]
+    pub r#match: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -170,6 +173,8 @@ pub struct EventDetail {
     pub body_is_json: bool,
     /// Every delivery of the same event (retries, replays), oldest first.
     pub related: Vec<EventRow>,
+    /// Fields of the body to search by: (a JSON pointer, the `match` object finding its value).
+    pub searchable: Vec<(String, String)>,
     /// The forward deliveries this delivery produced.
     pub forwarded: Vec<ForwardRow>,
     /// Whether the object has a history page.

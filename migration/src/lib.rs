@@ -10,6 +10,7 @@ mod m20261130_000005_overview_rollup;
 mod m20261201_000006_signed_body_digest;
 mod m20261201_000007_forwarding;
 mod m20261201_000008_destination_state;
+mod m20261201_000009_payload_search;
 
 pub struct Migrator;
 
@@ -25,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000006_signed_body_digest::Migration),
             Box::new(m20261201_000007_forwarding::Migration),
             Box::new(m20261201_000008_destination_state::Migration),
+            Box::new(m20261201_000009_payload_search::Migration),
         ]
     }
 }

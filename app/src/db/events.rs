@@ -97,7 +97,7 @@ pub async fn list_events(
     // The conditions of one branch: the filter, the cursor, and `extra`.
     let mut branch = |extra: Option<(&str, String)>| -> Result<String, QueryError> {
         let start = c.sql.len();
-        add_filter_conditions(&mut c, &unsearched)?;
+        add_filter_conditions(&mut c, &unsearched, db.backend())?;
         if let Some((at, id)) = cursor {
             c.push_pair("(received_at, id) < (?, ?)", at, id);
         }
@@ -150,10 +150,13 @@ pub async fn failed_ids(
     filter: &EventFilter,
     limit: usize,
 ) -> Result<Vec<i64>, QueryError> {
-    let c = filter_conditions(&EventFilter {
-        status: Some(Status::Failed.as_str().into()),
-        ..filter.clone()
-    })?;
+    let c = filter_conditions(
+        &EventFilter {
+            status: Some(Status::Failed.as_str().into()),
+            ..filter.clone()
+        },
+        db.backend(),
+    )?;
     let sql = format!(
         "SELECT id FROM webhook_events {} ORDER BY received_at, id LIMIT {}",
         c.clause(),

@@ -3,7 +3,7 @@
 
 use crate::model::{EventFilter, OutcomeKind, Status};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
-use sea_orm::{DbErr, Value};
+use sea_orm::{DatabaseBackend, DbErr, Value};
 
 /// A problem with a request's filters, shown to the user as it is.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +45,17 @@ impl Conditions {
                 &format!("${n}"),
                 1,
             ));
+    }
+
+    /// Adds `value` and answers its placeholder, for conditions built piece by piece.
+    pub(crate) fn placeholder(&mut self, value: impl Into<Value>) -> String {
+        self.values.push(value.into());
+        format!("${}", self.values.len())
+    }
+
+    /// Adds a condition whose placeholders were taken with [`Conditions::placeholder`].
+    pub(crate) fn push_built(&mut self, sql: String) {
+        self.sql.push(sql);
     }
 
     pub(crate) fn clause(&self) -> String {
@@ -107,15 +118,19 @@ pub(crate) fn start_of(day: NaiveDate) -> DateTime<Utc> {
         .unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
-pub(crate) fn filter_conditions(filter: &EventFilter) -> Result<Conditions, QueryError> {
+pub(crate) fn filter_conditions(
+    filter: &EventFilter,
+    backend: DatabaseBackend,
+) -> Result<Conditions, QueryError> {
     let mut c = Conditions::new();
-    add_filter_conditions(&mut c, filter)?;
+    add_filter_conditions(&mut c, filter, backend)?;
     Ok(c)
 }
 
 pub(crate) fn add_filter_conditions(
     c: &mut Conditions,
     filter: &EventFilter,
+    backend: DatabaseBackend,
 ) -> Result<(), QueryError> {
     let given = |v: &Option<String>| {
         v.as_deref()
@@ -152,6 +167,10 @@ pub(crate) fn add_filter_conditions(
     }
     if let Some(q) = given(&filter.q) {
         c.push_pair("(event_id = ? OR object_id = ?)", q.clone(), q);
+    }
+    if let Some(text) = given(&filter.r#match) {
+        let value = super::contains::parse_match(&text)?;
+        super::contains::push_containment(c, backend, &text, &value);
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! explicit here, then handed to SeaORM.
 
 pub mod audit;
+pub mod contains;
 pub mod destinations;
 pub mod events;
 pub mod filter;

@@ -58,6 +58,13 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
     };
     let text = String::from_utf8_lossy(&stored.body).into_owned();
     let body_is_json = crate::json::parse(&text).is_ok();
+    let searchable = if body_is_json {
+        serde_json::from_str(&text)
+            .map(|body| crate::db::contains::searchable_fields(&body, 40))
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let body = if body_is_json {
         crate::present::pretty(&text)
     } else {
@@ -74,6 +81,7 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
         .map_err(|e| guard::unavailable(&e))?;
     Ok(EventDetail {
         forwarded,
+        searchable,
         has_object: stored.row.object_id.is_some(),
         event: stored.row,
         headers,
@@ -201,6 +209,22 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
             <button type="button" class="small" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
             <pre class="body" data-testid="body"><code>{d.body.clone()}</code></pre>
         </section>
+        {(!d.searchable.is_empty()).then(|| {
+            let source = e.source.clone();
+            view! {
+                <section class="panel">
+                    <details data-testid="searchable">
+                        <summary>"Find deliveries with a value of this body"</summary>
+                        <ul class="searchable">
+                            {d.searchable.clone().into_iter().map(|(pointer, matcher)| {
+                                let href = format!("/events?source={}&match={}", urlencode(&source), urlencode(&matcher));
+                                view! { <li><a href=href data-testid="find-by-field" class="mono">{pointer}</a> <span class="muted mono">{matcher.clone()}</span></li> }
+                            }).collect_view()}
+                        </ul>
+                    </details>
+                </section>
+            }
+        })}
         <section class="panel">
             <h2>"Headers"</h2>
             <table class="data compact">

@@ -108,6 +108,7 @@ pub fn bulk_scope(filter: &EventFilter) -> String {
         ("from", &filter.from),
         ("to", &filter.to),
         ("event or object id", &filter.q),
+        ("body contains", &filter.r#match),
     ] {
         if let Some(value) = given(value) {
             parts.push(format!("{label} {value}"));
@@ -134,6 +135,7 @@ pub fn EventsPage() -> impl IntoView {
                 from: param(&q, "from"),
                 to: param(&q, "to"),
                 q: param(&q, "q"),
+                r#match: param(&q, "match"),
             },
             param(&q, "cursor"),
         )
@@ -208,6 +210,8 @@ pub fn EventsPage() -> impl IntoView {
                 <label>"From" <input name="from" type="date" value=value("from") prop:value=value("from")/></label>
                 <label>"To" <input name="to" type="date" value=value("to") prop:value=value("to")/></label>
                 <label>"Event or object id" <input name="q" type="search" value=value("q") prop:value=value("q")/></label>
+                <label>"Body contains (JSON)" <input name="match" type="search" size="24" placeholder="{\"customer\":\"cus_123\"}"
+                    value=value("match") prop:value=value("match")/></label>
                 <button type="submit">"Apply"</button>
                 <a href="/events">"Clear"</a>
             </form>
@@ -231,7 +235,7 @@ pub fn EventsPage() -> impl IntoView {
 #[component]
 fn EventTable(page: EventPage, query: leptos_router::params::ParamsMap) -> impl IntoView {
     let next = page.next_cursor.map(|cursor| {
-        let mut parts: Vec<String> = ["status", "outcome", "source", "from", "to", "q"]
+        let mut parts: Vec<String> = ["status", "outcome", "source", "from", "to", "q", "match"]
             .iter()
             .filter_map(|k| {
                 query

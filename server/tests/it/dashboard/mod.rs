@@ -16,6 +16,7 @@ mod access;
 mod destinations;
 mod pages;
 mod replay;
+mod search;
 
 const PASSWORD: &str = "a long enough password";
 

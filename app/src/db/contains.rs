@@ -1,0 +1,228 @@
+//! The `match` filter of `/events`: deliveries whose JSON body contains a given JSON object, the
+//! way PostgreSQL's `@>` has it: an object contains another when it has each of its keys with a
+//! value containing the other's; an array contains another when each of the other's elements is
+//! contained in one of its elements; scalars by type and value (numbers by value, `1` and `1.0`
+//! alike; `true` is not `1`).
+//!
+//! On PostgreSQL it is `@>` itself over the GIN index of `hookbox_body_json(body)` (migration
+//! m20261201_000009). On SQLite the same rules are spelled with `json_each`, reading each body:
+//! correct, and as fast as a scan of the archive (see docs/dashboard.md).
+
+use super::filter::{Conditions, QueryError};
+use sea_orm::DatabaseBackend;
+use serde_json::Value as Json;
+
+/// The longest `match` accepted, in bytes.
+pub const MAX_MATCH_BYTES: usize = 4096;
+/// The deepest nesting of a `match`, and the most values it may name.
+const MAX_DEPTH: usize = 8;
+const MAX_VALUES: usize = 64;
+
+/// A `match` parameter as a JSON object, or a 400 naming the problem.
+pub fn parse_match(text: &str) -> Result<Json, QueryError> {
+    let bad = |why: String| QueryError::BadFilter(format!("match: {why}"));
+    if text.len() > MAX_MATCH_BYTES {
+        return Err(bad(format!("longer than {MAX_MATCH_BYTES} bytes")));
+    }
+    let value: Json = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(bad(
+            "must be a JSON object, such as {\"customer\":\"cus_123\"}".into(),
+        ));
+    }
+    let (depth, values) = measure(&value);
+    if depth > MAX_DEPTH {
+        return Err(bad(format!("nested deeper than {MAX_DEPTH} levels")));
+    }
+    if values > MAX_VALUES {
+        return Err(bad(format!("names more than {MAX_VALUES} values")));
+    }
+    Ok(value)
+}
+
+/// (nesting depth, number of values) of a JSON value.
+fn measure(value: &Json) -> (usize, usize) {
+    let children: Vec<&Json> = match value {
+        Json::Object(map) => map.values().collect(),
+        Json::Array(items) => items.iter().collect(),
+        _ => return (0, 1),
+    };
+    children
+        .into_iter()
+        .map(measure)
+        .fold((1, 1), |(d, n), (cd, cn)| (d.max(cd + 1), n + cn))
+}
+
+/// Adds the condition "the body contains `value`" (`text` is its JSON as given).
+pub(crate) fn push_containment(
+    c: &mut Conditions,
+    backend: DatabaseBackend,
+    text: &str,
+    value: &Json,
+) {
+    if backend == DatabaseBackend::Postgres {
+        c.push(
+            "hookbox_body_json(body) @> CAST(? AS jsonb)",
+            text.to_string(),
+        );
+        return;
+    }
+    let mut aliases = 0;
+    let inner = sqlite_contains(c, "m0", value, &mut aliases);
+    // The body wrapped in an array, so that its one element has a type and a value like every
+    // element below; a body that is not JSON contains nothing (and is never parsed as JSON).
+    c.push_built(format!(
+        "(CASE WHEN json_valid(CAST(body AS TEXT))
+               THEN EXISTS (SELECT 1 FROM json_each(json_array(json(CAST(body AS TEXT)))) AS m0 WHERE {inner})
+               ELSE 0 END)"
+    ));
+}
+
+/// SQLite: whether the `json_each` row `row` (its `type` and `value`) contains `value`.
+fn sqlite_contains(c: &mut Conditions, row: &str, value: &Json, aliases: &mut usize) -> String {
+    fn next(aliases: &mut usize) -> String {
+        *aliases += 1;
+        format!("m{aliases}")
+    }
+    match value {
+        Json::Object(map) => {
+            let mut parts = vec![format!("{row}.type = 'object'")];
+            for (key, sub) in map {
+                let child = next(aliases);
+                let key = c.placeholder(key.clone());
+                let inner = sqlite_contains(c, &child, sub, aliases);
+                parts.push(format!(
+                    "EXISTS (SELECT 1 FROM json_each({row}.value) AS {child} WHERE {child}.key = {key} AND {inner})"
+                ));
+            }
+            parts.join(" AND ")
+        }
+        Json::Array(items) => {
+            let mut parts = vec![format!("{row}.type = 'array'")];
+            for item in items {
+                let child = next(aliases);
+                let inner = sqlite_contains(c, &child, item, aliases);
+                parts.push(format!(
+                    "EXISTS (SELECT 1 FROM json_each({row}.value) AS {child} WHERE {inner})"
+                ));
+            }
+            parts.join(" AND ")
+        }
+        Json::String(text) => {
+            let p = c.placeholder(text.clone());
+            format!("({row}.type = 'text' AND {row}.value = {p})")
+        }
+        Json::Number(n) => {
+            let p = match n.as_i64() {
+                Some(i) => c.placeholder(i),
+                None => c.placeholder(n.as_f64().unwrap_or(f64::NAN)),
+            };
+            format!("({row}.type IN ('integer', 'real') AND {row}.value = {p})")
+        }
+        Json::Bool(true) => format!("{row}.type = 'true'"),
+        Json::Bool(false) => format!("{row}.type = 'false'"),
+        Json::Null => format!("{row}.type = 'null'"),
+    }
+}
+
+/// The fields of a body an operator can search by from its page: each scalar leaf inside
+/// objects (strings, booleans, integers) as (its JSON pointer, the `match` object that finds
+/// it), at most `limit`. Leaves inside arrays are left out.
+pub fn searchable_fields(body: &Json, limit: usize) -> Vec<(String, String)> {
+    fn walk(
+        value: &Json,
+        path: &mut Vec<String>,
+        out: &mut Vec<(Vec<String>, Json)>,
+        limit: usize,
+    ) {
+        if out.len() >= limit || path.len() > MAX_DEPTH {
+            return;
+        }
+        match value {
+            Json::Object(map) => {
+                for (key, sub) in map {
+                    path.push(key.clone());
+                    walk(sub, path, out, limit);
+                    path.pop();
+                }
+            }
+            Json::String(_) | Json::Bool(_) if !path.is_empty() => {
+                out.push((path.clone(), value.clone()))
+            }
+            Json::Number(n) if n.is_i64() && !path.is_empty() => {
+                out.push((path.clone(), value.clone()))
+            }
+            _ => {}
+        }
+    }
+    let mut leaves = Vec::new();
+    walk(body, &mut Vec::new(), &mut leaves, limit);
+    leaves
+        .into_iter()
+        .map(|(path, leaf)| {
+            let pointer: String = path
+                .iter()
+                .map(|k| format!("/{}", k.replace('~', "~0").replace('/', "~1")))
+                .collect();
+            let matcher = path.iter().rev().fold(leaf, |inner, key| {
+                let mut map = serde_json::Map::new();
+                map.insert(key.clone(), inner);
+                Json::Object(map)
+            });
+            (pointer, matcher.to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_match_must_be_a_small_json_object() {
+        for (text, why) in [
+            ("{\"a\":", "match: not JSON"),
+            ("[1]", "match: must be a JSON object"),
+            ("\"x\"", "match: must be a JSON object"),
+            (&"{\"a\":".repeat(10).to_string(), "match: not JSON"),
+        ] {
+            match parse_match(text) {
+                Err(QueryError::BadFilter(reason)) => {
+                    assert!(reason.starts_with(why), "{text}: {reason}")
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let deep = format!("{}1{}", "{\"a\":".repeat(9), "}".repeat(9));
+        assert!(
+            matches!(parse_match(&deep), Err(QueryError::BadFilter(r)) if r.contains("deeper"))
+        );
+        assert!(parse_match(r#"{"customer":{"id":"cus_1"},"tags":["a"]}"#).is_ok());
+    }
+
+    #[test]
+    fn each_scalar_field_of_a_body_finds_itself() {
+        let body: Json = serde_json::from_str(
+            r#"{"id":"evt_1","data":{"customer":"cus_123","paid":true,"n":3,"rate":0.5},"items":[{"sku":"A"}],"a/b":"x"}"#,
+        )
+        .expect("JSON");
+        // Keys in their sorted order (serde_json's map).
+        assert_eq!(
+            searchable_fields(&body, 10),
+            [
+                ("/a~1b".to_string(), r#"{"a/b":"x"}"#.to_string()),
+                (
+                    "/data/customer".to_string(),
+                    r#"{"data":{"customer":"cus_123"}}"#.to_string()
+                ),
+                ("/data/n".to_string(), r#"{"data":{"n":3}}"#.to_string()),
+                (
+                    "/data/paid".to_string(),
+                    r#"{"data":{"paid":true}}"#.to_string()
+                ),
+                ("/id".to_string(), r#"{"id":"evt_1"}"#.to_string()),
+            ]
+        );
+        assert_eq!(searchable_fields(&body, 2).len(), 2);
+    }
+}
