@@ -43,11 +43,13 @@ pub async fn receive(
     let source = state
         .config
         .source(&source_name)
-        .ok_or(Rejection::UnknownSource)?;
+        .ok_or_else(|| refused(UNKNOWN_SOURCE, Rejection::UnknownSource))?;
 
     // In all, not per chunk: a sender trickling its body cannot hold a connection longer.
     let deadline = Duration::from_secs(state.config.server.body_read_timeout_secs);
-    let body = read_body(body, &headers, state.config.server.max_body_bytes, deadline).await?;
+    let body = read_body(body, &headers, state.config.server.max_body_bytes, deadline)
+        .await
+        .map_err(|rejection| refused(&source.name, rejection))?;
 
     let now = chrono::Utc::now();
     if let Err(why) = source.scheme.verify(
@@ -60,7 +62,7 @@ pub async fn receive(
         tracing::info!(source = %source.name, reason = %why, "authentication failed");
         metrics::counter!("hookbox_auth_failures_total", "source" => source.name.clone())
             .increment(1);
-        return Err(Rejection::Unauthorized);
+        return Err(refused(&source.name, Rejection::Unauthorized));
     }
     // Counted only once the sender is authenticated: unsigned junk cannot spend a genuine
     // sender's allowance.
@@ -69,10 +71,13 @@ pub async fn receive(
     {
         metrics::counter!("hookbox_rate_limited_total", "source" => source.name.clone())
             .increment(1);
-        return Err(Rejection::RateLimited {
-            per_sec,
-            retry_after_secs: wait.as_secs().max(1),
-        });
+        return Err(refused(
+            &source.name,
+            Rejection::RateLimited {
+                per_sec,
+                retry_after_secs: wait.as_secs().max(1),
+            },
+        ));
     }
     if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
         tracing::info!(source = %source.name, "provider handshake answered (not archived)");
@@ -123,6 +128,9 @@ pub async fn receive(
         "outcome" => outcome.name()
     )
     .increment(1);
+    // What the shipped silence alert reads (`deploy/prometheus/alerts.yml`).
+    metrics::gauge!("hookbox_last_delivery_timestamp_seconds", "source" => source.name.clone())
+        .set(now.timestamp_micros() as f64 / 1e6);
     tracing::info!(
         source = %source.name,
         event_id = event_id.as_deref().unwrap_or("-"),
@@ -217,6 +225,21 @@ fn archived_headers(headers: &HeaderMap) -> String {
     Value::Object(map).to_string()
 }
 
+/// The `source` label of a request to a source that is not configured: the requested name is
+/// the sender's to choose, and would make one series per name.
+pub const UNKNOWN_SOURCE: &str = "(unknown)";
+
+/// Counts a request refused before ingest in `hookbox_refused_requests_total{source,reason}`.
+fn refused(source: &str, rejection: Rejection) -> Rejection {
+    metrics::counter!(
+        "hookbox_refused_requests_total",
+        "source" => source.to_string(),
+        "reason" => rejection.reason()
+    )
+    .increment(1);
+    rejection
+}
+
 /// Every answer of the endpoint that is not an ingested delivery's outcome, in one place.
 #[derive(Debug)]
 pub enum Rejection {
@@ -235,6 +258,21 @@ pub enum Rejection {
     /// 503: the delivery could not be recorded; the sender keeps it and tries again. The
     /// request id finds the logged cause.
     Unavailable { request_id: RequestId },
+}
+
+impl Rejection {
+    /// The `reason` label of `hookbox_refused_requests_total`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Rejection::UnknownSource => "unknown_source",
+            Rejection::TooLarge { .. } => "too_large",
+            Rejection::TimedOut { .. } => "timed_out",
+            Rejection::Unreadable => "unreadable",
+            Rejection::Unauthorized => "unauthorized",
+            Rejection::RateLimited { .. } => "rate_limited",
+            Rejection::Unavailable { .. } => "unavailable",
+        }
+    }
 }
 
 impl IntoResponse for Rejection {

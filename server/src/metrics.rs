@@ -1,11 +1,19 @@
 //! `GET /metrics` in Prometheus text format, and the request-timing middleware.
 //!
 //! Metric names: `hookbox_deliveries_total{source,outcome}`, `hookbox_auth_failures_total{source}`,
-//! `hookbox_rate_limited_total{source}`, `hookbox_http_request_duration_seconds{method,route,status}`,
+//! `hookbox_rate_limited_total{source}`, `hookbox_refused_requests_total{source,reason}` (every
+//! request refused before ingest), `hookbox_last_delivery_timestamp_seconds{source}`,
+//! `hookbox_source_info{source}` (1 for each configured source),
+//! `hookbox_http_request_duration_seconds{method,route,status}`,
 //! `hookbox_ingest_transaction_duration_seconds{source}`, `hookbox_db_pool_connections{state}`
 //! (in_use, idle, max), `hookbox_db_pool_waiting` (deliveries waiting for a connection to begin
-//! their transaction), `hookbox_purge_runs_total{outcome}`, `hookbox_purge_deleted_rows_total`
-//! (the daily retention run).
+//! their transaction), `hookbox_purge_runs_total{outcome}`, `hookbox_purge_deleted_rows_total`,
+//! `hookbox_last_purge_timestamp_seconds` (the daily retention run); read from the database at
+//! each scrape: `hookbox_forward_pending`, `hookbox_forward_oldest_pending_seconds`,
+//! `hookbox_forward_dead` (by destination), `hookbox_verify_last_run_timestamp_seconds`,
+//! `hookbox_verify_last_run_drifts`, `hookbox_verify_last_run_repaired`, and
+//! `hookbox_metrics_read_failures_total{read}` when one of those reads fails. The shipped alert
+//! rules over them: `deploy/prometheus/alerts.yml`, `docs/alerts.md`.
 
 use crate::AppState;
 use axum::extract::{MatchedPath, Request, State};
@@ -64,7 +72,27 @@ pub async fn render(State(state): State<AppState>) -> Response {
     metrics::gauge!("hookbox_db_pool_connections", "state" => "max").set(f64::from(max));
     // Kept by `ingest::begin`; touched here so the series exists before the first delivery.
     metrics::gauge!(app::ingest::POOL_WAITING).increment(0.0);
+    // 0 until the first run: an alert sees "never", not nothing.
+    metrics::gauge!(app::maintenance::purge::LAST_PURGE).increment(0.0);
+    // Which sources the alerts expect deliveries from, delivered to yet or not. The counters
+    // the alerts take the increase of are touched at 0: a series that first appears at 1 shows
+    // no increase, and its first 503 or dead delivery would raise no alert.
+    for source in &state.config.sources {
+        metrics::gauge!("hookbox_source_info", "source" => source.name.clone()).set(1.0);
+        metrics::counter!("hookbox_deliveries_total", "source" => source.name.clone(), "outcome" => "unavailable")
+            .increment(0);
+    }
+    for destination in &state.config.destinations {
+        metrics::counter!("hookbox_forward_attempts_total", "destination" => destination.name.clone(), "result" => "dead")
+            .increment(0);
+    }
+    for read in READS {
+        // A counter that exists at 0, so its first failure is an increase.
+        metrics::counter!(READ_FAILURES, "read" => *read).increment(0);
+    }
+    read_verify_runs(&state).await;
     if !state.config.destinations.is_empty() {
+        read_forward_dead(&state).await;
         match app::forward::backlog(&state.db).await {
             Ok(backlog) => {
                 let now = chrono::Utc::now();
@@ -81,6 +109,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
                 }
             }
             Err(e) => {
+                metrics::counter!(READ_FAILURES, "read" => "forward_backlog").increment(1);
                 tracing::warn!(error = %e, "metrics: the forwarding backlog could not be read")
             }
         }
@@ -93,6 +122,77 @@ pub async fn render(State(state): State<AppState>) -> Response {
         state.metrics.render(),
     )
         .into_response()
+}
+
+/// A read of the database at scrape failed (its gauges keep their previous value).
+const READ_FAILURES: &str = "hookbox_metrics_read_failures_total";
+const READS: &[&str] = &["forward_backlog", "forward_dead", "verify_runs"];
+
+/// The last `hookbox verify` run (`verify_runs`): its time (0 when none is recorded), the drifts
+/// it found and how many it repaired.
+async fn read_verify_runs(state: &AppState) {
+    match app::db::verify_runs::last_run(&state.db).await {
+        Ok(run) => {
+            let (at, drifts, repaired) = run.map_or((0.0, 0, 0), |run| {
+                let at = chrono::DateTime::parse_from_rfc3339(&run.ran_at)
+                    .map_or(0.0, |at| at.timestamp_micros() as f64 / 1e6);
+                (at, run.drift_count, run.repaired)
+            });
+            metrics::gauge!("hookbox_verify_last_run_timestamp_seconds").set(at);
+            metrics::gauge!("hookbox_verify_last_run_drifts").set(drifts as f64);
+            metrics::gauge!("hookbox_verify_last_run_repaired").set(repaired as f64);
+        }
+        Err(e) => {
+            metrics::counter!(READ_FAILURES, "read" => "verify_runs").increment(1);
+            tracing::warn!(error = %e, "metrics: the last verify run could not be read")
+        }
+    }
+}
+
+/// Each configured destination's dead deliveries (kept until an operator retries them), on the
+/// dashboard's pool. One statement over the index on `(destination, status, id)`.
+async fn read_forward_dead(state: &AppState) {
+    use sea_orm::{ConnectionTrait, Statement, Value};
+    let destinations = &state.config.destinations;
+    let placeholders = (1..=destinations.len())
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT destination, count(*) AS dead FROM forward_deliveries
+         WHERE status = 'dead' AND destination IN ({placeholders}) GROUP BY destination"
+    );
+    let values: Vec<Value> = destinations.iter().map(|d| d.name.clone().into()).collect();
+    let rows = state
+        .db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            state.db.backend(),
+            sql,
+            values,
+        ))
+        .await;
+    let counts: Result<Vec<(String, i64)>, sea_orm::DbErr> = rows.and_then(|rows| {
+        rows.iter()
+            .map(|row| Ok((row.try_get("", "destination")?, row.try_get("", "dead")?)))
+            .collect()
+    });
+    match counts {
+        Ok(counts) => {
+            for destination in destinations {
+                let dead = counts
+                    .iter()
+                    .find(|(name, _)| *name == destination.name)
+                    .map_or(0, |(_, n)| *n);
+                metrics::gauge!("hookbox_forward_dead", "destination" => destination.name.clone())
+                    .set(dead as f64);
+            }
+        }
+        Err(e) => {
+            metrics::counter!(READ_FAILURES, "read" => "forward_dead").increment(1);
+            tracing::warn!(error = %e, "metrics: the dead forward deliveries could not be read")
+        }
+    }
 }
 
 /// Times every request by its route (never by its raw path, which would explode the labels).

@@ -133,52 +133,63 @@ pub async fn run_daily(db: Db, retention_days: u32, audit_retention_days: u32) {
     let mut every_day = tokio::time::interval(INTERVAL);
     loop {
         every_day.tick().await;
-        let cutoff = retention_cutoff(Utc::now(), retention_days);
-        let started = std::time::Instant::now();
-        let result = purge_archive(&db, cutoff, DEFAULT_BATCH).await;
-        let outcome = if result.is_ok() { "ok" } else { "failed" };
-        metrics::counter!("hookbox_purge_runs_total", "outcome" => outcome).increment(1);
-        match result {
-            Ok(rows) => {
-                metrics::counter!("hookbox_purge_deleted_rows_total").increment(rows);
-                tracing::info!(
+        run_once(&db, retention_days, audit_retention_days).await;
+    }
+}
+
+/// The time of the server's last retention run whose archive purge succeeded, in Unix seconds
+/// (0 until then); the shipped alert on a purge not having run reads it.
+pub const LAST_PURGE: &str = "hookbox_last_purge_timestamp_seconds";
+
+/// One run of the retention task: the archive, the forward deliveries that are done, the audit
+/// log. Failures are logged and counted (`hookbox_purge_runs_total{outcome}`), never returned.
+pub async fn run_once(db: &Db, retention_days: u32, audit_retention_days: u32) {
+    let cutoff = retention_cutoff(Utc::now(), retention_days);
+    let started = std::time::Instant::now();
+    let result = purge_archive(db, cutoff, DEFAULT_BATCH).await;
+    let outcome = if result.is_ok() { "ok" } else { "failed" };
+    metrics::counter!("hookbox_purge_runs_total", "outcome" => outcome).increment(1);
+    match result {
+        Ok(rows) => {
+            metrics::counter!("hookbox_purge_deleted_rows_total").increment(rows);
+            metrics::gauge!(LAST_PURGE).set(Utc::now().timestamp_micros() as f64 / 1e6);
+            tracing::info!(
                 rows,
                 retention_days,
                 cutoff = %cutoff.to_rfc3339(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "archive retention: purged old archive rows"
-                )
-            }
-            Err(error) => tracing::warn!(
-                %error,
-                retention_days,
-                "archive retention: purge failed; retrying at the next run"
-            ),
+            )
         }
-        match purge_forwarded(&db, cutoff, DEFAULT_BATCH).await {
-            Ok(rows) => tracing::info!(
-                rows,
-                retention_days,
-                "forwarding retention: purged forward deliveries that were done"
-            ),
-            Err(error) => tracing::warn!(
-                %error,
-                "forwarding retention: purge failed; retrying at the next run"
-            ),
-        }
-        let audit_cutoff = retention_cutoff(Utc::now(), audit_retention_days);
-        match purge_audit(&db, audit_cutoff, DEFAULT_BATCH).await {
-            Ok(rows) => tracing::info!(
-                rows,
-                audit_retention_days,
-                cutoff = %audit_cutoff.to_rfc3339(),
-                "audit retention: purged old audit rows"
-            ),
-            Err(error) => tracing::warn!(
-                %error,
-                audit_retention_days,
-                "audit retention: purge failed; retrying at the next run"
-            ),
-        }
+        Err(error) => tracing::warn!(
+            %error,
+            retention_days,
+            "archive retention: purge failed; retrying at the next run"
+        ),
+    }
+    match purge_forwarded(db, cutoff, DEFAULT_BATCH).await {
+        Ok(rows) => tracing::info!(
+            rows,
+            retention_days,
+            "forwarding retention: purged forward deliveries that were done"
+        ),
+        Err(error) => tracing::warn!(
+            %error,
+            "forwarding retention: purge failed; retrying at the next run"
+        ),
+    }
+    let audit_cutoff = retention_cutoff(Utc::now(), audit_retention_days);
+    match purge_audit(db, audit_cutoff, DEFAULT_BATCH).await {
+        Ok(rows) => tracing::info!(
+            rows,
+            audit_retention_days,
+            cutoff = %audit_cutoff.to_rfc3339(),
+            "audit retention: purged old audit rows"
+        ),
+        Err(error) => tracing::warn!(
+            %error,
+            audit_retention_days,
+            "audit retention: purge failed; retrying at the next run"
+        ),
     }
 }
