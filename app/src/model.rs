@@ -111,6 +111,7 @@ vocabulary! {
         ResumeDestination = "resume_destination",
         RetryForward = "retry_forward",
         BulkRetryForward = "bulk_retry_forward",
+        Export = "export",
     }
 }
 
@@ -175,6 +176,9 @@ pub struct EventDetail {
     pub related: Vec<EventRow>,
     /// Fields of the body to search by: (a JSON pointer, the `match` object finding its value).
     pub searchable: Vec<(String, String)>,
+    /// A shell command that sends this delivery again to this hookbox, the body exact and the
+    /// headers as shown (redacted ones left out).
+    pub curl: String,
     /// The forward deliveries this delivery produced.
     pub forwarded: Vec<ForwardRow>,
     /// Whether the object has a history page.

@@ -1,6 +1,7 @@
 //! The `hookbox` binary's library: the axum router, the webhook endpoint and the commands.
 
 pub mod check_config;
+pub mod export;
 pub mod forwarder;
 pub mod hooks;
 pub mod maintenance;

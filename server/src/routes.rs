@@ -53,6 +53,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
             },
         )
         .route("/search", get(search))
+        .route("/export/events", get(crate::export::events))
         .fallback(leptos_axum::file_and_error_handler(shell))
         .with_state(leptos_options)
         .layer(middleware::from_fn_with_state(
@@ -144,7 +145,7 @@ async fn ready(State(state): State<AppState>, request_id: RequestId) -> Response
 
 /// 503 for a page or check when the database does not answer, naming the request id to find
 /// the logged cause.
-fn unavailable(request_id: &RequestId) -> Response {
+pub(crate) fn unavailable(request_id: &RequestId) -> Response {
     let text = format!("the database is unavailable; try again shortly (request id {request_id})");
     (StatusCode::SERVICE_UNAVAILABLE, text).into_response()
 }

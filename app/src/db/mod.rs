@@ -7,6 +7,7 @@ pub mod audit;
 pub mod contains;
 pub mod destinations;
 pub mod events;
+pub mod export;
 pub mod filter;
 pub mod objects;
 pub mod overview;

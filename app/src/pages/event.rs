@@ -36,6 +36,71 @@ pub fn shown_header_value(role: crate::model::Role, name: &str, value: String) -
     }
 }
 
+/// Headers a resend leaves to curl (or must not repeat).
+#[cfg(feature = "ssr")]
+const NOT_RESENT: &[&str] = &[
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    "accept-encoding",
+    "expect",
+    "keep-alive",
+    "te",
+    "upgrade",
+];
+
+/// `text` as one shell word.
+#[cfg(feature = "ssr")]
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// A command that posts `body` with `headers` to `/hooks/{source}` of the hookbox at `base`:
+/// the body exact (through base64 when it is not text), redacted headers left out.
+#[cfg(feature = "ssr")]
+pub fn curl_command(base: &str, source: &str, headers: &[(String, String)], body: &[u8]) -> String {
+    let url = format!("{base}/hooks/{}", crate::url::urlencode(source));
+    let mut command = match std::str::from_utf8(body) {
+        Ok(text) if !text.contains('\0') => format!("printf '%s' {} | ", shell_quote(text)),
+        _ => {
+            use base64::Engine;
+            format!(
+                "printf '%s' {} | base64 -d | ",
+                shell_quote(&base64::engine::general_purpose::STANDARD.encode(body))
+            )
+        }
+    };
+    command.push_str(&format!("curl -sS -X POST {}", shell_quote(&url)));
+    for (name, value) in headers {
+        let skip = NOT_RESENT.iter().any(|h| h.eq_ignore_ascii_case(name)) || value == "[redacted]";
+        if !skip {
+            command.push_str(&format!(" -H {}", shell_quote(&format!("{name}: {value}"))));
+        }
+    }
+    command.push_str(" --data-binary @-");
+    command
+}
+
+/// This hookbox as the browser reached it (its `Host`), for commands that talk to it.
+#[cfg(feature = "ssr")]
+fn base_url() -> String {
+    let host = leptos::prelude::use_context::<http::request::Parts>()
+        .and_then(|p| {
+            p.headers
+                .get(http::header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_string)
+        })
+        .filter(|h| {
+            !h.is_empty()
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
+        })
+        .unwrap_or_else(|| "127.0.0.1:3000".into());
+    format!("http://{host}")
+}
+
 #[server(endpoint = "event")]
 pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
     use crate::guard;
@@ -56,6 +121,7 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
             .collect(),
         _ => Vec::new(),
     };
+    let curl = curl_command(&base_url(), &stored.row.source, &headers, &stored.body);
     let text = String::from_utf8_lossy(&stored.body).into_owned();
     let body_is_json = crate::json::parse(&text).is_ok();
     let searchable = if body_is_json {
@@ -82,6 +148,7 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
     Ok(EventDetail {
         forwarded,
         searchable,
+        curl,
         has_object: stored.row.object_id.is_some(),
         event: stored.row,
         headers,
@@ -169,6 +236,20 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
         .filter(|_| d.has_object)
         .map(|o| format!("/objects/{}/{}", urlencode(&e.source), urlencode(&o)));
     let copied = RwSignal::new(false);
+    let curl_copied = RwSignal::new(false);
+    let copy_curl = {
+        #[cfg(feature = "hydrate")]
+        let command = d.curl.clone();
+        move |_| {
+            #[cfg(feature = "hydrate")]
+            {
+                if let Some(window) = web_sys::window() {
+                    let _ = window.navigator().clipboard().write_text(&command);
+                }
+            }
+            curl_copied.set(true);
+        }
+    };
     let copy = {
         #[cfg(feature = "hydrate")]
         let body = d.body.clone();
@@ -208,6 +289,12 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
             <h2>"Body " <span class="muted">{if d.body_is_json { "(JSON)" } else { "(raw)" }}</span></h2>
             <button type="button" class="small" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
             <pre class="body" data-testid="body"><code>{d.body.clone()}</code></pre>
+            <details>
+                <summary>"Send it again from a shell"</summary>
+                <p class="muted">"Posts this body, exactly, with the headers shown (redacted ones left out) to this hookbox: a duplicate of the original while its signature is valid."</p>
+                <button type="button" class="small" data-testid="copy-curl" on:click=copy_curl>{move || if curl_copied.get() { "Copied" } else { "Copy as curl" }}</button>
+                <pre class="body" data-testid="curl"><code>{d.curl.clone()}</code></pre>
+            </details>
         </section>
         {(!d.searchable.is_empty()).then(|| {
             let source = e.source.clone();

@@ -215,6 +215,12 @@ pub fn EventsPage() -> impl IntoView {
                 <button type="submit">"Apply"</button>
                 <a href="/events">"Clear"</a>
             </form>
+            <p class="export" data-testid="export">
+                "Download the deliveries of this filter (newest first, at most 100,000; bodies, no headers): "
+                <a href=move || export_href(&query.read(), "ndjson") data-testid="export-ndjson" download>"NDJSON"</a>
+                " · "
+                <a href=move || export_href(&query.read(), "csv") data-testid="export-csv" download>"CSV"</a>
+            </p>
             <p class="live">
                 <label>
                     <input type="checkbox" prop:checked=move || live.get() on:change=move |ev| live.set(event_target_checked(&ev))/>
@@ -230,6 +236,17 @@ pub fn EventsPage() -> impl IntoView {
             </Suspense>
         </main>
     }
+}
+
+/// The export of the filter in the URL.
+fn export_href(query: &leptos_router::params::ParamsMap, format: &str) -> String {
+    let mut parts = vec![format!("format={format}")];
+    for key in ["status", "outcome", "source", "from", "to", "q", "match"] {
+        if let Some(v) = query.get(key).filter(|v| !v.is_empty()) {
+            parts.push(format!("{key}={}", urlencode(&v)));
+        }
+    }
+    format!("/export/events?{}", parts.join("&"))
 }
 
 #[component]

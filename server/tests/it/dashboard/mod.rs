@@ -14,6 +14,7 @@ use reqwest::StatusCode;
 
 mod access;
 mod destinations;
+mod export;
 mod pages;
 mod replay;
 mod search;
