@@ -265,6 +265,32 @@ test('the filter form and the bulk replay follow the URL after Clear and the Bac
   assert.match(await dry.innerText(), new RegExp(`^${FAILED_IN_ALL_SOURCES} failed deliveries match \\(every source`));
 });
 
+test('a body search from the form, then from a field of an event page, and the export link of the filter', async (page) => {
+  await signIn(page, 'vera', VIEWER_PASSWORD, '/events');
+  await hydrated(page);
+  await page.getByLabel('Body contains (JSON)').fill('{"snapshot":{"total_cents":4200}}');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForURL(/match=/);
+  await hydrated(page);
+  const rows = page.getByTestId('event-row');
+  await rows.first().waitFor();
+  const found = (await rows.allInnerTexts()).map((t) => t.match(/e-\d/)?.[0]).sort();
+  assert.deepEqual(found, ['e-2', 'e-3'], 'the deliveries whose snapshot has total_cents 4200');
+  // The export links carry the filter on screen.
+  const href = await page.getByTestId('export-csv').getAttribute('href');
+  assert.match(href, /^\/export\/events\?format=csv&match=/);
+  const csv = await page.evaluate(async (h) => (await fetch(h)).text(), href);
+  assert.equal(csv.trim().split('\n').length, 3, 'a header and the two rows');
+  // From a field of an event's body.
+  await rows.filter({ hasText: 'e-3' }).getByRole('link', { name: 'e-3' }).click();
+  await hydrated(page);
+  await page.getByTestId('searchable').locator('summary').click();
+  await page.getByTestId('find-by-field').filter({ hasText: '/snapshot/status' }).click();
+  await page.waitForURL(/match=/);
+  await rows.first().waitFor();
+  assert.deepEqual((await rows.allInnerTexts()).map((t) => t.match(/e-\d/)?.[0]), ['e-3'], 'only the shipped one');
+});
+
 // Reloads `path` until `check(page)` holds (the forwarder works in the background).
 async function eventually(page, path, check, what) {
   const deadline = Date.now() + 30_000;
@@ -384,8 +410,8 @@ try {
       await context.close();
     }
   };
-  const [redirect, viewer, search, replay, bulk, followsUrl, deadForViewer, retryOne, retryAll, screenshots] = tests;
-  for (const t of [redirect, viewer, search]) await run(t);
+  const [redirect, viewer, search, replay, bulk, followsUrl, bodySearch, deadForViewer, retryOne, retryAll, screenshots] = tests;
+  for (const t of [redirect, viewer, search, bodySearch]) await run(t);
   // The operator fixes the legacy mapping and restarts hookbox.
   await stopServer();
   await startServer('/data');
