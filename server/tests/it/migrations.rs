@@ -175,11 +175,15 @@ async fn each_migrations_down_undoes_exactly_its_up(backend: Backend) {
     for name in &names {
         Migrator::up(&db.writer, Some(1)).await.expect(name);
         let after = schema(db).await;
-        assert_ne!(
-            Some(&after),
-            schemas.last(),
-            "{backend:?}: {name} changes the schema"
-        );
+        // The payload search index is PostgreSQL's alone (SQLite searches without one).
+        let postgres_only = name == "m20261201_000009_payload_search";
+        if backend == Backend::Postgres || !postgres_only {
+            assert_ne!(
+                Some(&after),
+                schemas.last(),
+                "{backend:?}: {name} changes the schema"
+            );
+        }
         schemas.push(after);
     }
     for name in names.iter().rev() {
