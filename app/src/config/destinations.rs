@@ -17,7 +17,7 @@ const DESTINATION_KEYS: &[&str] = &[
 /// One attempt's limit when `timeout_secs` is not given.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 15;
 
-/// The waits before attempt 2, 3, …: from 5 s to a day, about three days in all.
+/// The waits before attempt 2, 3, …: from 5 s to a day, about 2.15 days in all (12 attempts).
 pub const DEFAULT_RETRY_SCHEDULE_SECS: &[u64] = &[
     5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200, 86400,
 ];
