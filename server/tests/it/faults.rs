@@ -3,9 +3,8 @@
 //! proven (`pg_blocking_pids`, a refused connection, a counter), never assumed from a sleep.
 
 use crate::support::*;
-use app::schemes::Scheme;
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, TransactionTrait};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,11 +27,6 @@ impl Drop for Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_addr() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address")
 }
 
 /// Starts the binary on `database_url` and waits until it answers `/healthz`.
@@ -81,27 +75,6 @@ async fn start(database_url: &str) -> Process {
 
 /// An event id, its body and the answer (status, outcome), if one came.
 type Sent = (String, String, Option<(u16, String)>);
-
-/// Posts a signed delivery; `None` when no answer came (the process died).
-async fn send_to(client: &reqwest::Client, addr: SocketAddr, body: &str) -> Option<(u16, String)> {
-    let key = Scheme::HmacSha256
-        .parse_secret(SHOP_SECRET)
-        .expect("test secret");
-    let mut request = client
-        .post(format!("http://{addr}/hooks/shop"))
-        .body(body.to_string());
-    for (name, value) in Scheme::HmacSha256.sign(&key, "msg", body.as_bytes(), now()) {
-        request = request.header(name.to_string(), value);
-    }
-    let response = request.send().await.ok()?;
-    let status = response.status().as_u16();
-    let text = response.text().await.ok()?;
-    let outcome = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v["status"].as_str().map(str::to_string))
-        .unwrap_or(text);
-    Some((status, outcome))
-}
 
 fn signal(process: &Process, name: &str) {
     let status = Command::new("kill")

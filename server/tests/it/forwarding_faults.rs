@@ -6,13 +6,11 @@
 
 use crate::forwarder::{Received, header};
 use crate::support::*;
-use app::schemes::Scheme;
 use axum::http::{HeaderMap, StatusCode};
 use futures::StreamExt;
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -221,12 +219,6 @@ impl Process {
     }
 }
 
-fn free_addr() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address")
-}
-
-/// Starts the binary on `database_url` with `config` and waits until it answers `/healthz`.
 async fn start(database_url: &str, config: &str) -> Process {
     let dir = tempfile::tempdir().expect("temporary folder");
     let config_file = dir.path().join("hookbox.toml");
@@ -270,27 +262,6 @@ async fn start(database_url: &str, config: &str) -> Process {
         assert!(Instant::now() < deadline, "hookbox never answered /healthz");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// Posts a signed delivery to `shop`; `None` when no answer came.
-async fn send_to(client: &reqwest::Client, addr: SocketAddr, body: &str) -> Option<(u16, String)> {
-    let key = Scheme::HmacSha256
-        .parse_secret(SHOP_SECRET)
-        .expect("test secret");
-    let mut request = client
-        .post(format!("http://{addr}/hooks/shop"))
-        .body(body.to_string());
-    for (name, value) in Scheme::HmacSha256.sign(&key, "msg", body.as_bytes(), now()) {
-        request = request.header(name.to_string(), value);
-    }
-    let response = request.send().await.ok()?;
-    let status = response.status().as_u16();
-    let text = response.text().await.ok()?;
-    let outcome = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v["status"].as_str().map(str::to_string))
-        .unwrap_or(text);
-    Some((status, outcome))
 }
 
 /// Sends `n` events of distinct objects, 16 at a time, event `i` to `addrs[i % addrs.len()]`;
@@ -598,57 +569,10 @@ async fn three_processes_deliver_300_events_with_no_webhook_id_sent_twice() {
     println!("attempts logged per process: {per_process:?}");
 }
 
-/// A PostgreSQL cluster of the test's own (in /tmp, which the postgres user can reach), so
-/// stopping it disturbs no other test.
-struct Cluster {
-    dir: tempfile::TempDir,
-    script: PathBuf,
-}
-
-impl Cluster {
-    /// The cluster and a fresh, migrated database in it (and its URL).
-    async fn start() -> (Cluster, app::db::Db, String) {
-        let dir = tempfile::Builder::new()
-            .prefix("hookbox-forward-outage")
-            .tempdir_in("/tmp")
-            .expect("temporary folder");
-        let cluster = Cluster {
-            dir,
-            script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.ci/pg-cluster"),
-        };
-        let url = cluster.run("start");
-        let (db, url) = fresh_postgres(&url).await;
-        (cluster, db, url)
-    }
-
-    fn run(&self, action: &str) -> String {
-        let output = Command::new(&self.script)
-            .arg(action)
-            .arg(self.dir.path())
-            .output()
-            .expect("run pg-cluster");
-        assert!(
-            output.status.success(),
-            "pg-cluster {action}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.script)
-            .arg("stop")
-            .arg(self.dir.path())
-            .output();
-    }
-}
-
 #[tokio::test]
 async fn a_stopped_database_makes_the_forwarder_wait_and_resume_never_marking_delivered() {
     const ROWS: i64 = 6;
-    let (cluster, db, url) = Cluster::start().await;
+    let (cluster, db, url) = Cluster::start("hookbox-forward-outage").await;
     let application = Application::start(Duration::ZERO).await;
     application.set_down(true);
     // Waits of 1 s, enough of them that no row dies during the test; the lease is 5 + 30 s.

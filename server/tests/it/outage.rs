@@ -2,59 +2,11 @@
 //! without restarting hookbox. Uses a cluster of its own, so stopping it disturbs no other test.
 
 use crate::support::*;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-struct Cluster {
-    dir: tempfile::TempDir,
-    script: PathBuf,
-}
-
-impl Cluster {
-    /// A cluster of the test's own (in /tmp, which the postgres user can reach) with a fresh,
-    /// migrated database.
-    async fn start() -> (Cluster, app::db::Db) {
-        let dir = tempfile::Builder::new()
-            .prefix("hookbox-outage")
-            .tempdir_in("/tmp")
-            .expect("temporary folder");
-        let cluster = Cluster {
-            dir,
-            script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.ci/pg-cluster"),
-        };
-        let url = cluster.run("start");
-        let (db, _) = fresh_postgres(&url).await;
-        (cluster, db)
-    }
-
-    fn run(&self, action: &str) -> String {
-        let output = Command::new(&self.script)
-            .arg(action)
-            .arg(self.dir.path())
-            .output()
-            .expect("run pg-cluster");
-        assert!(
-            output.status.success(),
-            "pg-cluster {action}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.script)
-            .arg("stop")
-            .arg(self.dir.path())
-            .output();
-    }
-}
 
 #[tokio::test]
 async fn an_unreachable_database_is_503_and_hookbox_recovers_by_itself() {
-    let (cluster, db) = Cluster::start().await;
+    let (cluster, db, _) = Cluster::start("hookbox-outage").await;
     let app = spawn_app_on(db.clone()).await;
     assert_eq!(
         app.send("shop", &event("before", "order-1", 1, "{}"))
@@ -135,7 +87,7 @@ async fn until(what: &str, mut condition: impl FnMut() -> bool) {
 async fn under_load_a_stopped_database_gives_only_503s_and_every_2xx_is_recorded() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
-    let (cluster, db) = Cluster::start().await;
+    let (cluster, db, _) = Cluster::start("hookbox-outage").await;
     let app = spawn_app_on(db.clone()).await;
     let answers: Arc<Mutex<Vec<(String, u16)>>> = Arc::default();
     let done = Arc::new(AtomicBool::new(false));

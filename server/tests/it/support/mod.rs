@@ -612,3 +612,84 @@ pub async fn wait_until_blocked_by(db: &Db, holder: i32) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
+
+/// A PostgreSQL cluster of the test's own (in /tmp, which the postgres user can reach), so
+/// stopping it disturbs no other test; stopped when dropped.
+pub struct Cluster {
+    dir: tempfile::TempDir,
+    script: std::path::PathBuf,
+}
+
+impl Cluster {
+    /// The cluster (its folder named after `prefix`) and a fresh, migrated database in it, with
+    /// its URL.
+    pub async fn start(prefix: &str) -> (Cluster, Db, String) {
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in("/tmp")
+            .expect("temporary folder");
+        let cluster = Cluster {
+            dir,
+            script: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.ci/pg-cluster"),
+        };
+        let url = cluster.run("start");
+        let (db, url) = fresh_postgres(&url).await;
+        (cluster, db, url)
+    }
+
+    /// `.ci/pg-cluster ACTION` on this cluster (`stop`, `resume`, …); its output.
+    pub fn run(&self, action: &str) -> String {
+        let output = std::process::Command::new(&self.script)
+            .arg(action)
+            .arg(self.dir.path())
+            .output()
+            .expect("run pg-cluster");
+        assert!(
+            output.status.success(),
+            "pg-cluster {action}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(&self.script)
+            .arg("stop")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+/// A loopback address nothing listens on (for a process to bind).
+pub fn free_addr() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address")
+}
+
+/// Posts a delivery to `shop` at `addr`, signed as its sender signs (`hmac-sha256`): (status,
+/// the answer's `status` or its text); `None` when no answer came (the process died).
+pub async fn send_to(
+    client: &reqwest::Client,
+    addr: SocketAddr,
+    body: &str,
+) -> Option<(u16, String)> {
+    let key = Scheme::HmacSha256
+        .parse_secret(SHOP_SECRET)
+        .expect("test secret");
+    let mut request = client
+        .post(format!("http://{addr}/hooks/shop"))
+        .body(body.to_string());
+    for (name, value) in Scheme::HmacSha256.sign(&key, "msg", body.as_bytes(), now()) {
+        request = request.header(name.to_string(), value);
+    }
+    let response = request.send().await.ok()?;
+    let status = response.status().as_u16();
+    let text = response.text().await.ok()?;
+    let outcome = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v["status"].as_str().map(str::to_string))
+        .unwrap_or(text);
+    Some((status, outcome))
+}
