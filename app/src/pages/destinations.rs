@@ -348,6 +348,19 @@ pub fn DestinationDetailPage() -> impl IntoView {
         |(name, (f, cursor), _)| get_destination(name, f, cursor),
     );
     let on_screen = Memo::new(move |_| filter.read().0.clone());
+    // The page owns the bulk retry, so its result survives the reload of the list it causes.
+    let bulk: BulkRetry = Action::new(
+        move |(name, f, confirm): &(String, ForwardFilter, Option<String>)| {
+            let (name, f, confirm) = (name.clone(), f.clone(), confirm.clone());
+            async move {
+                let result = retry_dead_forwards(name, f.clone(), confirm).await;
+                if matches!(&result, Ok(r) if r.retried) {
+                    done.update(|n| *n += 1);
+                }
+                (f, result)
+            }
+        },
+    );
     let value = move |key: &'static str| move || query.read().get(key).unwrap_or_default();
     let selected =
         move |option: &'static str| move || query.read().get("status").as_deref() == Some(option);
@@ -368,7 +381,7 @@ pub fn DestinationDetailPage() -> impl IntoView {
                 <button type="submit">"Apply"</button>
                 <a href=move || format!("/destinations/{}", urlencode(&name.get()))>"Clear"</a>
             </form>
-            <Loaded resource=page show=move |p| view! { <DestinationBody p done filter=on_screen query=query.get_untracked()/> }/>
+            <Loaded resource=page show=move |p| view! { <DestinationBody p done filter=on_screen bulk query=query.get_untracked()/> }/>
         </main>
     }
 }
@@ -378,6 +391,7 @@ fn DestinationBody(
     p: DestinationPage,
     done: RwSignal<u32>,
     filter: Memo<ForwardFilter>,
+    bulk: BulkRetry,
     query: leptos_router::params::ParamsMap,
 ) -> impl IntoView {
     let s = p.summary.clone();
@@ -414,7 +428,7 @@ fn DestinationBody(
         </section>
         <DeliveryTable rows=p.rows.clone() name=name.clone() can_act=p.can_act done/>
         {next.map(|href| view! { <p><a href=href rel="next">"Older deliveries →"</a></p> })}
-        {(p.can_act && s.url.is_some()).then(|| view! { <BulkRetryPanel name=name.clone() filter done/> })}
+        {(p.can_act && s.url.is_some()).then(|| view! { <BulkRetryPanel name=name.clone() filter run=bulk/> })}
     }
 }
 
@@ -515,22 +529,16 @@ pub fn ForwardList(
     }
 }
 
+/// A bulk retry: (destination, filter, typed confirmation) → the filter and the result.
+type BulkRetry = Action<
+    (String, ForwardFilter, Option<String>),
+    (ForwardFilter, Result<RetryResult, DashboardError>),
+>;
+
 /// Retry every dead delivery of the filter on screen: count, typed confirmation, retry.
 #[component]
-fn BulkRetryPanel(name: String, filter: Memo<ForwardFilter>, done: RwSignal<u32>) -> impl IntoView {
+fn BulkRetryPanel(name: String, filter: Memo<ForwardFilter>, run: BulkRetry) -> impl IntoView {
     let confirmation = RwSignal::new(String::new());
-    let run = Action::new(
-        move |(name, f, confirm): &(String, ForwardFilter, Option<String>)| {
-            let (name, f, confirm) = (name.clone(), f.clone(), confirm.clone());
-            async move {
-                let result = retry_dead_forwards(name, f.clone(), confirm).await;
-                if matches!(&result, Ok(r) if r.retried) {
-                    done.update(|n| *n += 1);
-                }
-                (f, result)
-            }
-        },
-    );
     let shown = move || {
         run.value()
             .get()
