@@ -54,6 +54,7 @@ pub fn TopBar() -> impl IntoView {
                 <A href="/" exact=true>"Overview"</A>
                 <A href="/events">"Events"</A>
                 <A href="/destinations">"Destinations"</A>
+                <A href="/rejected">"Refused"</A>
                 <A href="/audit">"Audit"</A>
             </nav>
             <Suspense fallback=|| ()>

@@ -80,6 +80,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/events/:id") view=pages::event::EventPage ssr=SsrMode::Async/>
                 <Route path=path!("/objects/:source/:object_id") view=pages::object::ObjectPage/>
                 <Route path=path!("/audit") view=pages::audit::AuditPage/>
+                <Route path=path!("/rejected") view=pages::rejected::RejectedPage/>
                 <Route path=path!("/destinations") view=pages::destinations::DestinationsPage/>
                 <Route path=path!("/destinations/:name") view=pages::destinations::DestinationDetailPage ssr=SsrMode::Async/>
             </Routes>

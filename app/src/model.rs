@@ -273,6 +273,65 @@ pub struct Overview {
     pub last_verify: Option<VerifyRun>,
     /// Destinations with a backlog or dead deliveries.
     pub destinations_in_trouble: Vec<DestinationSummary>,
+    /// Requests refused before ingest in the last 24 hours, by source and reason.
+    pub refused_24h: Vec<RejectedCount>,
+}
+
+/// Why `/hooks/{source}` refused a request before ingest, as recorded in `rejected_requests`
+/// (and as the `reason` label of `hookbox_refused_requests_total`).
+pub const REJECTED_REASONS: [&str; 6] = [
+    "unknown_source",
+    "unauthorized",
+    "rate_limited",
+    "too_large",
+    "unreadable",
+    "timed_out",
+];
+
+/// The `/rejected` filter, in the URL like the archive's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedFilter {
+    /// A configured source, or `(unknown)` for every name that is not one.
+    pub source: Option<String>,
+    pub reason: Option<String>,
+    /// Rows older than this row number (the next page).
+    pub before: Option<String>,
+}
+
+/// One refused request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedRow {
+    pub id: i64,
+    /// RFC 3339, UTC.
+    pub received_at: String,
+    /// The configured source it counts against, or `(unknown)`.
+    pub bucket: String,
+    /// The source as requested.
+    pub source: String,
+    pub reason: String,
+    /// The precise cause ("no signature header", "timestamp 412 s older than …").
+    pub cause: String,
+    pub client_address: String,
+    pub request_id: Option<String>,
+    /// Credentials and signatures redacted.
+    pub headers: Vec<(String, String)>,
+    pub body_bytes: Option<i64>,
+    pub body_sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedPage {
+    pub rows: Vec<RejectedRow>,
+    /// Pass as `before` for the next (older) page.
+    pub next_before: Option<i64>,
+}
+
+/// How many requests of a source were refused for a reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedCount {
+    pub source: String,
+    pub reason: String,
+    pub n: i64,
 }
 
 /// One recorded run of `hookbox verify`.

@@ -11,6 +11,7 @@ mod m20261201_000006_signed_body_digest;
 mod m20261201_000007_forwarding;
 mod m20261201_000008_destination_state;
 mod m20261201_000009_payload_search;
+mod m20261201_000010_rejected_requests;
 
 pub struct Migrator;
 
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000007_forwarding::Migration),
             Box::new(m20261201_000008_destination_state::Migration),
             Box::new(m20261201_000009_payload_search::Migration),
+            Box::new(m20261201_000010_rejected_requests::Migration),
         ]
     }
 }

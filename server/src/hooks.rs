@@ -3,18 +3,21 @@
 //! committed, except a provider's handshake (Slack's URL verification), which is authenticated but
 //! is not an event.
 
-use crate::AppState;
 use crate::request_id::RequestId;
+use crate::{AppState, rejected_log};
+use app::db::rejected::NewRejected;
 use app::envelope::parse_envelope;
 use app::ingest::{self, Outcome, Received, Recorded};
 use app::providers;
+use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// How long a sender is asked to wait before retrying when the database is unavailable.
@@ -37,23 +40,130 @@ pub async fn receive(
     State(state): State<AppState>,
     Path(source_name): Path<String>,
     request_id: RequestId,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, Rejection> {
-    let source = state
-        .config
-        .source(&source_name)
-        .ok_or_else(|| refused(UNKNOWN_SOURCE, Rejection::UnknownSource))?;
+) -> Response {
+    match ingest_request(&state, &source_name, request_id.clone(), &headers, body).await {
+        Ok(response) => response,
+        Err(refusal) => {
+            let Refusal {
+                rejection,
+                cause,
+                body,
+            } = refusal;
+            if !matches!(rejection, Rejection::Unavailable { .. }) {
+                let bucket = state
+                    .config
+                    .source(&source_name)
+                    .map_or(UNKNOWN_SOURCE, |s| s.name.as_str());
+                refused(bucket, &rejection);
+                let client = match peer {
+                    Some(Extension(ConnectInfo(addr))) => state
+                        .settings
+                        .trusted_proxies
+                        .client_address(addr.ip(), &headers)
+                        .to_string(),
+                    None => "unknown".into(),
+                };
+                state.rejected_log.record(NewRejected {
+                    received_at: chrono::Utc::now(),
+                    bucket: bucket.to_string(),
+                    source: rejected_log::cut(&source_name, rejected_log::SOURCE_CHARS),
+                    reason: rejection.reason(),
+                    cause,
+                    client_address: client,
+                    request_id: Some(request_id.0.clone()),
+                    headers: rejected_log::logged_headers(&headers),
+                    body_bytes: body.bytes.and_then(|n| i64::try_from(n).ok()),
+                    body_sha256: body.sha256.map(hex::encode),
+                });
+            }
+            rejection.into_response()
+        }
+    }
+}
+
+/// A request refused before ingest (or, `Unavailable`, not recorded), with what the
+/// refused-requests log keeps of it.
+struct Refusal {
+    rejection: Rejection,
+    /// The precise cause, for the log: never sent to the sender.
+    cause: String,
+    body: BodySeen,
+}
+
+/// What was seen of a refused request's body.
+#[derive(Default)]
+struct BodySeen {
+    /// Bytes read, or the declared `Content-Length` when the body was not read.
+    bytes: Option<u64>,
+    /// When the body was read in full.
+    sha256: Option<[u8; 32]>,
+}
+
+impl Refusal {
+    fn new(rejection: Rejection, cause: String, body: BodySeen) -> Refusal {
+        Refusal {
+            rejection,
+            cause,
+            body,
+        }
+    }
+}
+
+async fn ingest_request(
+    state: &AppState,
+    source_name: &str,
+    request_id: RequestId,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, Refusal> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let Some(source) = state.config.source(source_name) else {
+        return Err(Refusal::new(
+            Rejection::UnknownSource,
+            format!(
+                "no source named \"{}\" is configured (the body was not read)",
+                rejected_log::cut(source_name, 60)
+            ),
+            BodySeen {
+                bytes: declared,
+                sha256: None,
+            },
+        ));
+    };
 
     // In all, not per chunk: a sender trickling its body cannot hold a connection longer.
     let deadline = Duration::from_secs(state.config.server.body_read_timeout_secs);
-    let body = read_body(body, &headers, state.config.server.max_body_bytes, deadline)
-        .await
-        .map_err(|rejection| refused(&source.name, rejection))?;
+    let body = read_body(
+        body,
+        declared,
+        headers,
+        state.config.server.max_body_bytes,
+        deadline,
+    )
+    .await
+    .map_err(|(rejection, cause, bytes)| {
+        Refusal::new(
+            rejection,
+            cause,
+            BodySeen {
+                bytes: Some(bytes),
+                sha256: None,
+            },
+        )
+    })?;
+    let seen = || BodySeen {
+        bytes: Some(body.len() as u64),
+        sha256: Some(ingest::body_digest(&body)),
+    };
 
     let now = chrono::Utc::now();
     if let Err(why) = source.scheme.verify(
-        &headers,
+        headers,
         &body,
         &source.keys,
         source.tolerance_secs,
@@ -62,7 +172,11 @@ pub async fn receive(
         tracing::info!(source = %source.name, reason = %why, "authentication failed");
         metrics::counter!("hookbox_auth_failures_total", "source" => source.name.clone())
             .increment(1);
-        return Err(refused(&source.name, Rejection::Unauthorized));
+        return Err(Refusal::new(
+            Rejection::Unauthorized,
+            why.to_string(),
+            seen(),
+        ));
     }
     // Counted only once the sender is authenticated: unsigned junk cannot spend a genuine
     // sender's allowance.
@@ -71,12 +185,16 @@ pub async fn receive(
     {
         metrics::counter!("hookbox_rate_limited_total", "source" => source.name.clone())
             .increment(1);
-        return Err(refused(
-            &source.name,
+        let retry_after_secs = wait.as_secs().max(1);
+        return Err(Refusal::new(
             Rejection::RateLimited {
                 per_sec,
-                retry_after_secs: wait.as_secs().max(1),
+                retry_after_secs,
             },
+            format!(
+                "over the source's {per_sec} deliveries a second; told to retry after {retry_after_secs} s"
+            ),
+            seen(),
         ));
     }
     if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
@@ -84,7 +202,7 @@ pub async fn receive(
         return Ok(answer(StatusCode::OK, reply));
     }
 
-    let headers_json = archived_headers(&headers);
+    let headers_json = archived_headers(headers);
     let received = Received {
         source: &source.name,
         headers_json: &headers_json,
@@ -99,7 +217,7 @@ pub async fn receive(
         forward_to: &source.forward,
     };
     let started = std::time::Instant::now();
-    let (recorded, event_id, status) = match parse_envelope(&source.mapping, &headers, &body) {
+    let (recorded, event_id, status) = match parse_envelope(&source.mapping, headers, &body) {
         Ok(envelope) => {
             let recorded =
                 ingest::apply_delivery(&state.db, source.mapping.mode, &received, &envelope).await;
@@ -120,7 +238,11 @@ pub async fn receive(
         tracing::error!(source = %source.name, error = %e, "delivery not recorded: database unavailable");
         metrics::counter!("hookbox_deliveries_total", "source" => source.name.clone(), "outcome" => "unavailable")
             .increment(1);
-        Rejection::Unavailable { request_id }
+        Refusal::new(
+            Rejection::Unavailable { request_id },
+            String::new(),
+            BodySeen::default(),
+        )
     })?;
     metrics::counter!(
         "hookbox_deliveries_total",
@@ -227,17 +349,16 @@ fn archived_headers(headers: &HeaderMap) -> String {
 
 /// The `source` label of a request to a source that is not configured: the requested name is
 /// the sender's to choose, and would make one series per name.
-pub const UNKNOWN_SOURCE: &str = "(unknown)";
+pub const UNKNOWN_SOURCE: &str = app::db::rejected::UNKNOWN_BUCKET;
 
 /// Counts a request refused before ingest in `hookbox_refused_requests_total{source,reason}`.
-fn refused(source: &str, rejection: Rejection) -> Rejection {
+fn refused(source: &str, rejection: &Rejection) {
     metrics::counter!(
         "hookbox_refused_requests_total",
         "source" => source.to_string(),
         "reason" => rejection.reason()
     )
     .increment(1);
-    rejection
 }
 
 /// Every answer of the endpoint that is not an ingested delivery's outcome, in one place.
@@ -327,16 +448,16 @@ impl IntoResponse for Rejection {
 
 /// Reads the body, at most `limit` bytes, within `deadline` in all. A larger body is read on and
 /// discarded (up to [`DISCARD_BYTES`], within the same deadline) before the 413, so the answer
-/// reaches a sender that reads only after writing.
+/// reaches a sender that reads only after writing. A refusal comes with its cause and the bytes
+/// seen (read, or declared when the declared length alone refuses it).
 async fn read_body(
     body: Body,
+    declared: Option<u64>,
     headers: &HeaderMap,
     limit: usize,
     deadline: Duration,
-) -> Result<Bytes, Rejection> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+) -> Result<Bytes, (Rejection, String, u64)> {
+    let read_so_far = std::sync::atomic::AtomicU64::new(0);
     let read = async {
         let mut body = body;
         if let Some(declared) = declared.filter(|n| *n > limit as u64) {
@@ -348,27 +469,56 @@ async fn read_body(
             if !waits && declared <= DISCARD_BYTES {
                 discard(&mut body, declared).await;
             }
-            return Err(Rejection::TooLarge { limit });
+            return Err((
+                Rejection::TooLarge { limit },
+                format!("Content-Length {declared} is over the limit of {limit} bytes"),
+                declared,
+            ));
         }
         let mut buffer = BytesMut::with_capacity(declared.map_or(0, |n| n as usize));
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else {
-                return Err(Rejection::Unreadable);
+                let read = buffer.len();
+                return Err((
+                    Rejection::Unreadable,
+                    format!("the connection broke after {read} bytes of the body"),
+                    read as u64,
+                ));
             };
             let Ok(data) = frame.into_data() else {
                 continue;
             };
             if buffer.len() + data.len() > limit {
+                let read = (buffer.len() + data.len()) as u64;
                 discard(&mut body, DISCARD_BYTES).await;
-                return Err(Rejection::TooLarge { limit });
+                return Err((
+                    Rejection::TooLarge { limit },
+                    format!(
+                        "the body passed the limit of {limit} bytes (no Content-Length said so)"
+                    ),
+                    read,
+                ));
             }
             buffer.extend_from_slice(&data);
+            read_so_far.store(buffer.len() as u64, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(buffer.freeze())
     };
-    tokio::time::timeout(deadline, read)
-        .await
-        .unwrap_or(Err(Rejection::TimedOut { deadline }))
+    match tokio::time::timeout(deadline, read).await {
+        Ok(result) => result,
+        Err(_) => {
+            let read = read_so_far.load(std::sync::atomic::Ordering::Relaxed);
+            Err((
+                Rejection::TimedOut { deadline },
+                format!(
+                    "the body did not arrive within {} s ({read} bytes of {} arrived)",
+                    deadline.as_secs(),
+                    declared.map_or_else(|| "an undeclared length".to_string(), |n| n.to_string())
+                ),
+                read,
+            ))
+        }
+    }
 }
 
 /// Reads and drops what is left of a body, up to `at_most` bytes (never more than

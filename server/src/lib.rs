@@ -7,6 +7,7 @@ pub mod hooks;
 pub mod maintenance;
 pub mod metrics;
 pub mod rate_limit;
+pub mod rejected_log;
 pub mod request_id;
 pub mod routes;
 pub mod send;
@@ -28,6 +29,9 @@ pub struct AppState {
     pub settings: Arc<app::config::Settings>,
     /// Notified when ingest commits a delivery with forward rows: the forwarder wakes.
     pub forward_wake: Arc<tokio::sync::Notify>,
+    /// Where the endpoint records what it refuses; `serve` starts its writer (until then rows
+    /// are dropped and counted).
+    pub rejected_log: rejected_log::RejectedLog,
 }
 
 impl AppState {
@@ -39,6 +43,7 @@ impl AppState {
             metrics: metrics::install(),
             settings: Arc::default(),
             forward_wake: Arc::default(),
+            rejected_log: rejected_log::RejectedLog::default(),
         }
     }
 }

@@ -20,6 +20,8 @@ struct Retention {
     from: String,
     /// `server.audit_retention_days`, when a config file was read.
     audit_days: Option<u32>,
+    /// `server.rejected_retention_days`, when a config file was read.
+    rejected_days: Option<u32>,
 }
 
 impl Retention {
@@ -31,6 +33,7 @@ impl Retention {
                 days,
                 from: "--retention-days".into(),
                 audit_days: None,
+                rejected_days: None,
             });
         }
         let config = Config::load_from_env()?;
@@ -45,6 +48,7 @@ impl Retention {
             days: config.server.retention_days,
             from: absolute(&path),
             audit_days: Some(config.server.audit_retention_days),
+            rejected_days: Some(config.server.rejected_retention_days),
         })
     }
 
@@ -103,6 +107,18 @@ pub async fn purge(settings: &Settings, retention_days: Option<u32>) -> anyhow::
             );
         }
         None => println!("audit log left as it is: its retention comes from the config file"),
+    }
+    if let Some(days) = retention.rejected_days {
+        let cutoff = purge::retention_cutoff(Utc::now(), days).trunc_subsecs(0);
+        let rows =
+            app::db::rejected::purge_older_than(db.maintenance(), cutoff, purge::DEFAULT_BATCH)
+                .await
+                .context("purge the refused-requests log")?;
+        println!(
+            "refused-requests retention {days} days (from {}): purged {rows} rows from before {}",
+            retention.from,
+            timestamp(cutoff)
+        );
     }
     Ok(())
 }

@@ -77,10 +77,18 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
 /// behind a load balancer that speaks HTTP/1.1 to it.
 pub async fn serve(
     listener: TcpListener,
-    state: AppState,
+    mut state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
+    // The refused-requests log writes until the server has stopped, then what is buffered.
+    let (rejected_log, rejected_writer) = crate::rejected_log::start(
+        state.db.clone(),
+        crate::rejected_log::Limits::of(&state.config.server),
+    );
+    state.rejected_log = rejected_log;
+    let rejected_stop = Arc::new(tokio::sync::Notify::new());
+    let rejected_writer = tokio::spawn(rejected_writer.run(rejected_stop.clone()));
     let db = state.db.clone();
     let header_timeout = Duration::from_secs(state.config.server.header_read_timeout_secs);
     let grace = state.settings.shutdown_grace;
@@ -126,6 +134,13 @@ pub async fn serve(
         .is_err()
     {
         tracing::warn!("the forwarder did not stop in time; its claims end with their lease");
+    }
+    rejected_stop.notify_one();
+    if tokio::time::timeout(Duration::from_secs(5), rejected_writer)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the refused-requests log did not finish writing in time");
     }
     for pool in [&db.conn, &db.writer] {
         pool.close_by_ref()

@@ -30,6 +30,8 @@ pub const DEFAULT_BODY_READ_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
 pub const DEFAULT_AUDIT_RETENTION_DAYS: u32 = 365;
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
+pub const DEFAULT_REJECTED_ROWS_PER_SOURCE: u32 = 10_000;
+pub const DEFAULT_REJECTED_RETENTION_DAYS: u32 = 7;
 /// The environment variable that names the config file.
 pub const CONFIG_ENV: &str = "HOOKBOX_CONFIG";
 /// The config file read from the working directory when [`CONFIG_ENV`] is unset.
@@ -43,6 +45,8 @@ const SERVER_KEYS: &[&str] = &[
     "body_read_timeout_secs",
     "request_timeout_secs",
     "audit_retention_days",
+    "rejected_rows_per_source",
+    "rejected_retention_days",
 ];
 const SOURCE_KEYS: &[&str] = &[
     "name",
@@ -81,6 +85,11 @@ pub struct ServerSettings {
     pub request_timeout_secs: u64,
     /// How long audit rows (sign-ins, replays) are kept.
     pub audit_retention_days: u32,
+    /// The refused-requests log keeps at most this many rows per source (and as many for all
+    /// unknown source names together), the newest.
+    pub rejected_rows_per_source: u32,
+    /// ... and none older than this.
+    pub rejected_retention_days: u32,
 }
 
 impl Default for ServerSettings {
@@ -92,6 +101,8 @@ impl Default for ServerSettings {
             body_read_timeout_secs: DEFAULT_BODY_READ_TIMEOUT_SECS,
             request_timeout_secs: DEFAULT_REQUEST_TIMEOUT_SECS,
             audit_retention_days: DEFAULT_AUDIT_RETENTION_DAYS,
+            rejected_rows_per_source: DEFAULT_REJECTED_ROWS_PER_SOURCE,
+            rejected_retention_days: DEFAULT_REJECTED_RETENTION_DAYS,
         }
     }
 }
@@ -259,6 +270,12 @@ fn read_server(mut keys: Keys<'_>) -> ServerSettings {
         audit_retention_days: keys
             .number("audit_retention_days", 1)
             .unwrap_or(DEFAULT_AUDIT_RETENTION_DAYS),
+        rejected_rows_per_source: keys
+            .number("rejected_rows_per_source", 1)
+            .unwrap_or(DEFAULT_REJECTED_ROWS_PER_SOURCE),
+        rejected_retention_days: keys
+            .number("rejected_retention_days", 1)
+            .unwrap_or(DEFAULT_REJECTED_RETENTION_DAYS),
     }
 }
 

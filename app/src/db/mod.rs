@@ -11,6 +11,7 @@ pub mod export;
 pub mod filter;
 pub mod objects;
 pub mod overview;
+pub mod rejected;
 pub mod users;
 pub mod verify_runs;
 

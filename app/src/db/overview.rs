@@ -229,5 +229,6 @@ pub async fn overview(db: &Db, sources_configured: usize) -> Result<Overview, Db
         newest_failures,
         last_verify,
         destinations_in_trouble: Vec::new(),
+        refused_24h: super::rejected::counts_since(db, now - Duration::hours(24)).await?,
     })
 }

@@ -7,6 +7,7 @@ pub mod events;
 pub mod login;
 pub mod object;
 pub mod overview;
+pub mod rejected;
 
 use leptos::prelude::*;
 

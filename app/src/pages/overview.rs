@@ -4,7 +4,7 @@
 
 use crate::components::{Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
-use crate::model::{CountRow, DestinationSummary, Overview, VerifyRun};
+use crate::model::{CountRow, DestinationSummary, Overview, RejectedCount, VerifyRun};
 use leptos::prelude::*;
 
 #[server(endpoint = "overview")]
@@ -171,6 +171,7 @@ fn OverviewBody(o: Overview) -> impl IntoView {
             }}
         </section>
         <Forwarding trouble=o.destinations_in_trouble/>
+        <Refused counts=o.refused_24h/>
         <InvariantCheck run=o.last_verify/>
     }
 }
@@ -197,6 +198,39 @@ fn Forwarding(trouble: Vec<DestinationSummary>) -> impl IntoView {
             </ul>
         </section>
     })
+}
+
+/// Requests refused before ingest in the last 24 hours, by source and reason.
+#[component]
+fn Refused(counts: Vec<RejectedCount>) -> impl IntoView {
+    let empty = counts.is_empty();
+    view! {
+        <section class="panel" data-testid="refused-24h">
+            <h2>"Refused in the last 24 hours"</h2>
+            {if empty {
+                view! { <p class="muted">"No request was refused."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="data compact">
+                        <thead><tr><th scope="col">"Source"</th><th scope="col">"Reason"</th><th scope="col">"Requests"</th></tr></thead>
+                        <tbody>
+                            {counts.into_iter().map(|c| {
+                                let href = format!("/rejected?source={}&reason={}", crate::url::urlencode(&c.source), crate::url::urlencode(&c.reason));
+                                view! {
+                                    <tr data-testid="refused-count">
+                                        <th scope="row">{c.source}</th>
+                                        <td><code>{c.reason}</code></td>
+                                        <td><a href=href>{c.n}</a></td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                    <p><a href="/rejected">"All refused requests"</a></p>
+                }.into_any()
+            }}
+        </section>
+    }
 }
 
 /// When `hookbox verify` last ran and what it found.

@@ -181,10 +181,12 @@ pub enum AuthError {
     MissingHeader(&'static str),
     /// A header is present but cannot be parsed (what is wrong with it).
     Malformed(&'static str),
-    /// The signed timestamp is too far from now, in either direction.
-    TimestampOutOfTolerance,
-    /// The headers parse, but no signature matches any key.
-    NoMatchingSignature,
+    /// The signed timestamp is too far from now, in either direction: `age_secs` is now minus
+    /// the timestamp (negative: from the future), saturated at the bounds of `i64`.
+    TimestampOutOfTolerance { age_secs: i64, tolerance_secs: u64 },
+    /// The headers parse, but none of their `signatures` matches any of the `secrets`
+    /// configured (counts only, saturated at `u16::MAX`).
+    NoMatchingSignature { signatures: u16, secrets: u16 },
 }
 
 impl fmt::Display for AuthError {
@@ -192,8 +194,38 @@ impl fmt::Display for AuthError {
         match self {
             AuthError::MissingHeader(name) => write!(f, "missing header {name}"),
             AuthError::Malformed(why) => write!(f, "malformed signature header: {why}"),
-            AuthError::TimestampOutOfTolerance => f.write_str("timestamp outside tolerance"),
-            AuthError::NoMatchingSignature => f.write_str("no matching signature"),
+            AuthError::TimestampOutOfTolerance {
+                age_secs,
+                tolerance_secs,
+            } => {
+                let side = if *age_secs >= 0 { "older" } else { "newer" };
+                let beyond = age_secs.unsigned_abs().saturating_sub(*tolerance_secs);
+                write!(
+                    f,
+                    "timestamp {beyond} s {side} than the tolerance of {tolerance_secs} s allows"
+                )
+            }
+            AuthError::NoMatchingSignature {
+                signatures,
+                secrets,
+            } => {
+                let plural =
+                    |n: u16, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+                if *signatures == 1 {
+                    write!(
+                        f,
+                        "the signature matches none of {}",
+                        plural(*secrets, "secret")
+                    )
+                } else {
+                    write!(
+                        f,
+                        "none of {} matches any of {}",
+                        plural(*signatures, "signature"),
+                        plural(*secrets, "secret")
+                    )
+                }
+            }
         }
     }
 }
@@ -250,7 +282,16 @@ fn match_any(
     if matched {
         Ok(())
     } else {
-        Err(AuthError::NoMatchingSignature)
+        Err(no_match(candidates.len(), keys.len()))
+    }
+}
+
+/// [`AuthError::NoMatchingSignature`] for `signatures` tried against `secrets` keys.
+fn no_match(signatures: usize, secrets: usize) -> AuthError {
+    let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+    AuthError::NoMatchingSignature {
+        signatures: count(signatures),
+        secrets: count(secrets),
     }
 }
 
@@ -295,9 +336,12 @@ fn parse_unix(text: &str) -> Option<i64> {
 /// Fails if `ts` is more than `tolerance_secs` away from `now`, in either direction.
 /// Computed in i128 so no `now`, timestamp or tolerance can overflow.
 fn check_tolerance(ts: i64, now: i64, tolerance_secs: u64) -> Result<(), AuthError> {
-    let skew = (i128::from(now) - i128::from(ts)).unsigned_abs();
-    if skew > u128::from(tolerance_secs) {
-        Err(AuthError::TimestampOutOfTolerance)
+    let age = i128::from(now) - i128::from(ts);
+    if age.unsigned_abs() > u128::from(tolerance_secs) {
+        Err(AuthError::TimestampOutOfTolerance {
+            age_secs: i64::try_from(age).unwrap_or(if age < 0 { i64::MIN } else { i64::MAX }),
+            tolerance_secs,
+        })
     } else {
         Ok(())
     }

@@ -143,10 +143,10 @@ pub fn tampered_body_fails(scheme: Scheme) {
         &BODY[..BODY.len() - 1],
         b"",
     ] {
-        assert_eq!(
-            scheme.verify(&headers, body, std::slice::from_ref(&key), 300, NOW),
-            Err(AuthError::NoMatchingSignature),
-            "{scheme:?} accepted a changed body"
+        let got = scheme.verify(&headers, body, std::slice::from_ref(&key), 300, NOW);
+        assert!(
+            matches!(got, Err(AuthError::NoMatchingSignature { secrets: 1, .. })),
+            "{scheme:?} accepted a changed body: {got:?}"
         );
     }
 }
@@ -160,12 +160,20 @@ pub fn rotation_second_key_matches(scheme: Scheme) {
         Ok(()),
         "{scheme:?}: the second key should match"
     );
-    assert_eq!(
-        scheme.verify(&headers, BODY, std::slice::from_ref(&old), 300, NOW),
-        Err(AuthError::NoMatchingSignature),
-        "{scheme:?}: the first key alone must not match"
+    let got = scheme.verify(&headers, BODY, std::slice::from_ref(&old), 300, NOW);
+    assert!(
+        matches!(got, Err(AuthError::NoMatchingSignature { .. })),
+        "{scheme:?}: the first key alone must not match: {got:?}"
     );
+    // What the refused-requests log records: how many signatures against how many secrets.
     let other = key_for(scheme, "other");
+    let got = scheme.verify(&headers, BODY, &[old.clone(), other.clone()], 300, NOW);
+    assert!(
+        matches!(got, Err(AuthError::NoMatchingSignature { secrets: 2, .. })),
+        "{scheme:?}: {got:?}"
+    );
+    let cause = got.expect_err("no match").to_string();
+    assert!(cause.contains("none of 2 secrets"), "{scheme:?}: {cause}");
     assert_eq!(
         scheme.verify(&headers, BODY, &[old, other, new], 300, NOW),
         Ok(()),
@@ -184,8 +192,16 @@ pub fn clock_skew(scheme: Scheme) {
         if scheme.has_timestamp() {
             assert_eq!(
                 got,
-                Err(AuthError::TimestampOutOfTolerance),
+                Err(AuthError::TimestampOutOfTolerance {
+                    age_secs: NOW - signed_at,
+                    tolerance_secs: 300
+                }),
                 "{scheme:?} signed at {signed_at}"
+            );
+            let side = if signed_at < NOW { "older" } else { "newer" };
+            assert_eq!(
+                got.expect_err("skewed").to_string(),
+                format!("timestamp 300 s {side} than the tolerance of 300 s allows")
             );
         } else {
             assert_eq!(got, Ok(()), "{scheme:?} has no timestamp");

@@ -25,5 +25,6 @@ mod operations;
 mod outage;
 mod outcomes;
 mod providers;
+mod rejected_log;
 mod rejections;
 mod sign_in;

@@ -7,7 +7,7 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 13] = [
     "archive_day_counts",
     "archive_days_counted",
     "audit_log",
@@ -15,6 +15,7 @@ const TABLES: [&str; 12] = [
     "forward_deliveries",
     "forward_destinations",
     "object_state",
+    "rejected_requests",
     "sessions",
     "users",
     "verify_runs",
