@@ -291,6 +291,32 @@ test('a body search from the form, then from a field of an event page, and the e
   assert.deepEqual((await rows.allInnerTexts()).map((t) => t.match(/e-\d/)?.[0]), ['e-3'], 'only the shipped one');
 });
 
+test('a viewer follows the overview\'s refusals to the refused-requests page and filters it', async (page) => {
+  await signIn(page, 'vera', VIEWER_PASSWORD, '/');
+  await eventually(page, '/', async (p) => (await p.getByTestId('refused-count').count()) === 2, 'two refusal counts on the overview');
+  const count = page.getByTestId('refused-count').filter({ hasText: 'unauthorized' });
+  assert.match(await count.innerText(), /demo\s+unauthorized\s+1/);
+  await count.getByRole('link').click();
+  await page.waitForURL(/\/rejected\?source=demo&reason=unauthorized$/);
+  await hydrated(page);
+  const rows = page.getByTestId('rejected-row');
+  assert.equal(await rows.count(), 1);
+  assert.match(await rows.first().getByTestId('rejected-cause').innerText(), /^timestamp \d+ s older than the tolerance of 300 s allows$/);
+  await rows.first().locator('summary').click();
+  const shown = await rows.first().innerText();
+  assert.match(shown, /x-hookbox-signature\s+\[redacted, 9 bytes\]/);
+  assert.doesNotMatch(shown, /v1=00/, 'the signature itself is not shown');
+  // The form: every source, the unknown-source reason.
+  await page.getByLabel('Source').selectOption('');
+  await page.getByLabel('Reason').selectOption('unknown_source');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForURL(/reason=unknown_source/);
+  await hydrated(page);
+  await rows.first().waitFor();
+  assert.equal(await rows.count(), 1);
+  assert.match(await rows.first().innerText(), /nosuch \(not configured\)[\s\S]*no source named "nosuch" is configured/);
+});
+
 // Reloads `path` until `check(page)` holds (the forwarder works in the background).
 async function eventually(page, path, check, what) {
   const deadline = Date.now() + 30_000;
@@ -364,7 +390,7 @@ test('screenshots of every page at 1280 px and 390 px', async () => {
     const page = await context.newPage();
     await signIn(page, 'admin', ADMIN_PASSWORD);
     const id = await (async () => { await page.goto(base + '/events?q=e-1-again'); return (await page.getByTestId('event-row').first().getByRole('link').first().getAttribute('href')); })();
-    for (const [name, path] of [['overview', '/'], ['events', '/events'], ['failed', '/events?status=failed'], ['event', id], ['object', '/objects/demo/order-1'], ['audit', '/audit'], ['destinations', '/destinations'], ['destination', '/destinations/orders-app']]) {
+    for (const [name, path] of [['overview', '/'], ['events', '/events'], ['failed', '/events?status=failed'], ['event', id], ['object', '/objects/demo/order-1'], ['audit', '/audit'], ['destinations', '/destinations'], ['destination', '/destinations/orders-app'], ['rejected', '/rejected']]) {
       await page.goto(base + path);
       await page.waitForLoadState('networkidle');
       await page.screenshot({ path: `${shots}${name}-${label}.png`, fullPage: true });
@@ -388,6 +414,9 @@ try {
   for (const i of [1, 2, 3]) {
     assert.match(sendExpectingFailure('legacy', { event_id: `legacy-${i}`, object_id: `invoice-${i}`, revision: 1, data: { amount: i } }), /snapshot/);
   }
+  // Two refused requests: a signature from 1970, and a source that is not configured.
+  assert.equal((await fetch(base + '/hooks/demo', { method: 'POST', body: '{}', headers: { 'x-hookbox-signature': 't=1,v1=00' } })).status, 401);
+  assert.equal((await fetch(base + '/hooks/nosuch', { method: 'POST', body: '{}' })).status, 404);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -410,8 +439,8 @@ try {
       await context.close();
     }
   };
-  const [redirect, viewer, search, replay, bulk, followsUrl, bodySearch, deadForViewer, retryOne, retryAll, screenshots] = tests;
-  for (const t of [redirect, viewer, search, bodySearch]) await run(t);
+  const [redirect, viewer, search, replay, bulk, followsUrl, bodySearch, refused, deadForViewer, retryOne, retryAll, screenshots] = tests;
+  for (const t of [redirect, viewer, search, bodySearch, refused]) await run(t);
   // The operator fixes the legacy mapping and restarts hookbox.
   await stopServer();
   await startServer('/data');

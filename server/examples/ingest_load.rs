@@ -16,6 +16,9 @@
 //!     --url http://127.0.0.1:3000/hooks/bench --secret bench-secret --connections 32 --duration 20
 //! ```
 //!
+//! `--junk-rate 500` adds junk beside them (forged signatures, made-up source names), each of
+//! which must be refused: what a flood of refused requests costs the deliveries.
+//!
 //! `--rate 200` paces the deliveries at 200 a second in all (one every 5 ms, handed to whichever
 //! connection is free; after a stall it goes on at the same spacing, with no catch-up burst);
 //! without it every connection sends its next request as soon as the previous one is answered.
@@ -55,6 +58,65 @@ struct Args {
     /// Deliveries per second across all connections, evenly spaced; unset, as fast as answered.
     #[arg(long)]
     rate: Option<f64>,
+    /// Beside the deliveries, junk requests a second (evenly spaced, over 8 connections of their
+    /// own): half with a forged signature to the source, half to made-up source names. Each must
+    /// be refused (401, 404); they are not in the deliveries' figures.
+    #[arg(long)]
+    junk_rate: Option<f64>,
+}
+
+/// The junk connections of `--junk-rate`.
+const JUNK_CONNECTIONS: usize = 8;
+
+/// Sends junk until `deadline`, one every tick of `pace`; returns (sent, refused as expected).
+async fn junk(url: String, n: usize, deadline: Instant, pace: Pace) -> anyhow::Result<(u64, u64)> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let base = url
+        .rsplit_once('/')
+        .map_or(url.as_str(), |(b, _)| b)
+        .to_string();
+    let (mut sent, mut refused) = (0u64, 0u64);
+    let mut i = n as u64;
+    loop {
+        let tick = async { pace.lock().await.tick().await };
+        tokio::select! {
+            _ = tick => {}
+            () = tokio::time::sleep_until(deadline.into()) => return Ok((sent, refused)),
+        }
+        i += JUNK_CONNECTIONS as u64;
+        let forged = i.is_multiple_of(2);
+        let target = if forged {
+            url.clone()
+        } else {
+            format!("{base}/junk-{i}")
+        };
+        let answer = client
+            .post(&target)
+            .header("content-type", "application/json")
+            .header(
+                "x-hookbox-signature",
+                format!("t={},v1={:064x}", unix_now(), i),
+            )
+            .body(format!("{{\"junk\":{i}}}"))
+            .send()
+            .await;
+        sent += 1;
+        if let Ok(answer) = answer {
+            let want = if forged { 401 } else { 404 };
+            if answer.status().as_u16() == want && answer.bytes().await.is_ok() {
+                refused += 1;
+            }
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The pace of `--rate`: one tick per delivery, shared by the connections (first come, first
@@ -362,9 +424,33 @@ async fn main() -> anyhow::Result<()> {
             pace.clone(),
         )));
     }
+    let mut junk_workers = Vec::new();
+    if let Some(junk_rate) = args.junk_rate {
+        anyhow::ensure!(
+            junk_rate.is_finite() && junk_rate > 0.0,
+            "--junk-rate must be a positive number"
+        );
+        let mut interval = tokio::time::interval(Duration::from_secs_f64(1.0 / junk_rate));
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let pace = Arc::new(tokio::sync::Mutex::new(interval));
+        for n in 0..JUNK_CONNECTIONS {
+            junk_workers.push(tokio::spawn(junk(
+                args.url.clone(),
+                n,
+                deadline,
+                pace.clone(),
+            )));
+        }
+    }
     let mut tally = Tally::default();
     for worker in workers {
         tally.merge(worker.await??);
+    }
+    let (mut junk_sent, mut junk_refused) = (0, 0);
+    for worker in junk_workers {
+        let (sent, refused) = worker.await??;
+        junk_sent += sent;
+        junk_refused += refused;
     }
     let elapsed = started.elapsed().as_secs_f64();
 
@@ -404,9 +490,12 @@ async fn main() -> anyhow::Result<()> {
     for example in &tally.examples {
         println!("  e.g. {example}");
     }
+    if args.junk_rate.is_some() {
+        println!("junk            {junk_sent} sent, {junk_refused} refused as expected (401, 404)");
+    }
     let count = |name: &str| tally.by_outcome.get(name).copied().unwrap_or(0);
     println!(
-        "RESULT rate={rate:.1} p50_ms={p50:.2} p99_ms={p99:.2} answered={answered} applied={} stale={} duplicate={} reused_revision={} non_2xx={non_2xx} unexpected={} failed={}",
+        "RESULT rate={rate:.1} p50_ms={p50:.2} p99_ms={p99:.2} answered={answered} applied={} stale={} duplicate={} reused_revision={} non_2xx={non_2xx} unexpected={} failed={} junk_sent={junk_sent} junk_refused={junk_refused}",
         count("applied"),
         count("stale"),
         count("duplicate"),
@@ -414,7 +503,7 @@ async fn main() -> anyhow::Result<()> {
         tally.unexpected,
         tally.failed_requests
     );
-    if tally.unexpected > 0 || tally.failed_requests > 0 {
+    if tally.unexpected > 0 || tally.failed_requests > 0 || junk_refused != junk_sent {
         std::process::exit(1);
     }
     Ok(())

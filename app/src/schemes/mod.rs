@@ -479,8 +479,14 @@ mod tests {
         let errors = [
             AuthError::MissingHeader("webhook-id"),
             AuthError::Malformed("no timestamp"),
-            AuthError::TimestampOutOfTolerance,
-            AuthError::NoMatchingSignature,
+            AuthError::TimestampOutOfTolerance {
+                age_secs: -5,
+                tolerance_secs: 0,
+            },
+            AuthError::NoMatchingSignature {
+                signatures: 3,
+                secrets: 1,
+            },
         ];
         for err in errors {
             let text = err.to_string();
@@ -490,6 +496,23 @@ mod tests {
         assert_eq!(
             AuthError::MissingHeader("webhook-id").to_string(),
             "missing header webhook-id"
+        );
+        // The refused-requests log's precise causes.
+        assert_eq!(
+            errors[2].to_string(),
+            "timestamp 5 s newer than the tolerance of 0 s allows"
+        );
+        assert_eq!(
+            errors[3].to_string(),
+            "none of 3 signatures matches any of 1 secret"
+        );
+        assert_eq!(
+            AuthError::TimestampOutOfTolerance {
+                age_secs: i64::MIN,
+                tolerance_secs: u64::MAX,
+            }
+            .to_string(),
+            "timestamp 0 s newer than the tolerance of 18446744073709551615 s allows"
         );
     }
 
@@ -563,10 +586,10 @@ mod tests {
                 .parse_secret(&secret_for(scheme, "k1"))
                 .expect("valid");
             let headers = signed_headers(scheme, &key, b"{}", NOW);
-            assert_eq!(
-                scheme.verify(&headers, b"{}", &[], 300, NOW),
-                Err(AuthError::NoMatchingSignature),
-                "{scheme:?} with no keys"
+            let got = scheme.verify(&headers, b"{}", &[], 300, NOW);
+            assert!(
+                matches!(got, Err(AuthError::NoMatchingSignature { secrets: 0, .. })),
+                "{scheme:?} with no keys: {got:?}"
             );
         }
     }

@@ -16,6 +16,7 @@ mod access;
 mod destinations;
 mod export;
 mod pages;
+mod rejected;
 mod replay;
 mod search;
 
