@@ -307,8 +307,8 @@ test('a viewer follows the overview\'s refusals to the refused-requests page and
   assert.match(shown, /x-hookbox-signature\s+\[redacted, 9 bytes\]/);
   assert.doesNotMatch(shown, /v1=00/, 'the signature itself is not shown');
   // The form: every source, the unknown-source reason.
-  await page.getByLabel('Source').selectOption('');
-  await page.getByLabel('Reason').selectOption('unknown_source');
+  await page.locator('select[name=source]').selectOption('');
+  await page.locator('select[name=reason]').selectOption('unknown_source');
   await page.getByRole('button', { name: 'Apply' }).click();
   await page.waitForURL(/reason=unknown_source/);
   await hydrated(page);

@@ -142,11 +142,11 @@ fn RejectedLine(r: RejectedRow) -> impl IntoView {
             <td><code>{r.reason}</code></td>
             <td data-testid="rejected-cause">{r.cause}</td>
             <td>{r.client_address}</td>
-            <td class="digest">{body}</td>
+            <td class="wrap">{body}</td>
             <td>
                 <details>
                     <summary>{format!("{} headers", headers.len())}</summary>
-                    <dl class="headers">
+                    <dl class="fields">
                         {headers.into_iter().map(|(name, value)| view! { <dt>{name}</dt><dd>{value}</dd> }).collect_view()}
                     </dl>
                     {r.request_id.map(|id| view! { <p class="muted">"request id " <code>{id}</code></p> })}
