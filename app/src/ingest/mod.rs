@@ -1,9 +1,12 @@
 //! The delivery transaction: claim the event, classify a non-claim, advance the projection,
-//! archive, commit. One delivery is one transaction; nothing is answered before it commits.
+//! archive, commit. One delivery is one transaction; nothing is answered before it commits. On
+//! PostgreSQL a claimed delivery is one statement (`single`), the same transaction in one round
+//! trip.
 //!
 //! The webhook route and replay both call [`apply_delivery`], so an outcome is decided in one place.
 
 pub mod replay;
+mod single;
 mod sql;
 
 use crate::db::Db;
@@ -126,6 +129,19 @@ pub async fn apply_delivery(
     envelope: &Envelope,
 ) -> Result<Recorded, DbErr> {
     let attempt = async {
+        // On PostgreSQL the common outcomes are one statement (`single`); a delivery it did not
+        // claim is classified in the transaction below, as on SQLite.
+        if db.backend() == sea_orm::DatabaseBackend::Postgres
+            && let Some(recorded) = single::apply_claimed(
+                db.writer.get_postgres_connection_pool(),
+                mode,
+                received,
+                envelope,
+            )
+            .await?
+        {
+            return Ok(recorded);
+        }
         let txn = begin(db).await?;
         let recorded = apply_in(&txn, mode, received, envelope).await?;
         txn.commit().await?;

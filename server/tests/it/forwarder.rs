@@ -321,6 +321,19 @@ async fn while_the_destination_fails_older_revisions_are_superseded_and_never_se
         "never a step back: {revisions:?}"
     );
     assert_eq!(revisions.last(), Some(&3), "{revisions:?}");
+    // The older revisions are superseded when they next come due (a claim supersedes them, never
+    // sends them): revision 3 may be delivered before that.
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'pending'",
+        0,
+    )
+    .await;
+    assert_eq!(
+        receiver.got().iter().map(revision_of).next_back(),
+        Some(3),
+        "nothing was sent after revision 3"
+    );
     assert_eq!(
         texts(
             &app.db,

@@ -1,0 +1,165 @@
+//! The common outcomes (applied, stale, accepted) of a delivery on PostgreSQL in one round trip:
+//! one data-modifying statement in autocommit mode, so `BEGIN`, the claim, the projection, the
+//! archive row, the forward deliveries and `COMMIT` cost the database one parse-bind-execute and
+//! hookbox one wake-up ([decision 0007](../../../docs/decisions/0007-one-statement-per-delivery.md)).
+//!
+//! What the multi-statement transaction guaranteed still holds:
+//! - The claim runs first (every later part reads its `RETURNING`), so a delivery takes the inbox
+//!   row before the projection's row lock: the lock order of the transaction.
+//! - The projection's "only a greater revision" comparison is the upsert's own `WHERE`, decided
+//!   under the row lock `ON CONFLICT` takes, against the newest committed row.
+//! - The statement is atomic: the inbox row, the projection, the archive row and the forward
+//!   rows commit together or not at all.
+//! - A delivery that is not claimed (a retry, a reused id or revision) writes nothing here and
+//!   returns no row; it is then classified by [`super::apply_in`] in a transaction of its own,
+//!   whose statements take fresh snapshots that see the row the claim met.
+//!
+//! One thing the statement's single snapshot cannot see: a revision committed by another delivery
+//! after the statement began. The outcome never depends on it (the upsert sees it through the
+//! lock), but the stale answer's `current_revision` is read from the snapshot; when that reading
+//! cannot be the current revision (absent, or not greater than the delivery's), it is read again
+//! in a statement of its own.
+
+use super::{Outcome, Received, Recorded, Waiting};
+use crate::envelope::{Envelope, Mode};
+use sea_orm::sqlx::{self, PgPool, Row};
+use sea_orm::{DbErr, RuntimeErr};
+use std::sync::Arc;
+
+/// A snapshot source's delivery: claim, project, archive, forward.
+const PROJECTED: &str = "
+WITH input AS (SELECT $5::jsonb AS snapshot),
+claim AS (
+    INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, received_at, signed_body_digest)
+    SELECT $1, $2, $3, $4, input.snapshot, $6, $7 FROM input
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+),
+advanced AS (
+    INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
+    SELECT $1, $3, $4, input.snapshot, $6 FROM input, claim
+    ON CONFLICT (source, object_id) DO UPDATE
+       SET revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, updated_at = EXCLUDED.updated_at
+     WHERE cur.revision < EXCLUDED.revision
+    RETURNING 1
+),
+decided AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM advanced) THEN 'applied' ELSE 'stale' END AS outcome FROM claim
+),
+archived AS (
+    INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
+        error_message, headers, body, received_at, replay_of, replayed_by)
+    SELECT $1, $2, $3, $4, $8, 'processed', decided.outcome, NULL, $9::jsonb, $10, $6, $11, $12 FROM decided
+    RETURNING id, outcome
+),
+forwarded AS (
+    INSERT INTO forward_deliveries (destination, source, event_id, object_id, revision, event_type,
+        archive_id, status, attempts, next_attempt_at, created_at, received_at, payload)
+    SELECT destination, $1, $2, $3, $4, $8, archived.id, 'pending', 0, $14, $14, $6, COALESCE($5, $15)
+    FROM archived, unnest($13::text[]) AS destination
+    WHERE archived.outcome = 'applied'
+)
+SELECT archived.id, archived.outcome,
+    (SELECT revision FROM object_state WHERE source = $1 AND object_id = $3) AS current_revision
+FROM archived";
+
+/// A dedup source's delivery (or one without an object revision): claim, archive, forward.
+const ACCEPTED: &str = "
+WITH claim AS (
+    INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, received_at, signed_body_digest)
+    VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+),
+archived AS (
+    INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
+        error_message, headers, body, received_at, replay_of, replayed_by)
+    SELECT $1, $2, $3, $4, $8, 'processed', 'accepted', NULL, $9::jsonb, $10, $6, $11, $12 FROM claim
+    RETURNING id, outcome
+),
+forwarded AS (
+    INSERT INTO forward_deliveries (destination, source, event_id, object_id, revision, event_type,
+        archive_id, status, attempts, next_attempt_at, created_at, received_at, payload)
+    SELECT destination, $1, $2, $3, $4, $8, archived.id, 'pending', 0, $14, $14, $6, COALESCE($5, $15)
+    FROM archived, unnest($13::text[]) AS destination
+)
+SELECT archived.id, archived.outcome, NULL::bigint AS current_revision FROM archived";
+
+fn db_err(error: sqlx::Error) -> DbErr {
+    DbErr::Query(RuntimeErr::SqlxError(Arc::new(error)))
+}
+
+/// Records a claimed delivery in one statement and returns its outcome, or `None` when the event
+/// was not claimed (nothing was written).
+pub(super) async fn apply_claimed(
+    pool: &PgPool,
+    mode: Mode,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Option<Recorded>, DbErr> {
+    let revision = envelope.revision.map(|r| r.get());
+    let snapshot = envelope.snapshot.as_ref().map(|s| s.raw.as_str());
+    let projected = matches!(
+        (mode, envelope.object_id.as_deref(), revision, snapshot),
+        (Mode::Snapshot, Some(_), Some(_), Some(_))
+    );
+    // What a forward delivery carries: the snapshot as sent, or a dedup source's whole body.
+    let body_payload = match snapshot {
+        Some(_) => None,
+        None if received.forward_to.is_empty() => None,
+        None => Some(String::from_utf8_lossy(received.body)),
+    };
+    let query = sqlx::query(if projected { PROJECTED } else { ACCEPTED })
+        .bind(received.source)
+        .bind(envelope.event_id.as_str())
+        .bind(envelope.object_id.as_deref())
+        .bind(revision)
+        .bind(snapshot)
+        .bind(received.received_at)
+        .bind(received.signed_body_digest.as_ref().map(|d| &d[..]))
+        .bind(envelope.event_type.as_deref())
+        .bind(received.headers_json)
+        .bind(received.body)
+        .bind(received.replay_of)
+        .bind(received.replayed_by)
+        .bind(received.forward_to)
+        .bind(chrono::Utc::now())
+        .bind(body_payload.as_deref());
+    let row = {
+        let _waiting = Waiting::start();
+        query.fetch_optional(pool).await.map_err(db_err)?
+    };
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let archive_id: i64 = row.try_get("id").map_err(db_err)?;
+    let outcome: &str = row.try_get("outcome").map_err(db_err)?;
+    let outcome = match (outcome, revision) {
+        ("applied", Some(revision)) => Outcome::Applied { revision },
+        ("stale", Some(revision)) => {
+            let seen: Option<i64> = row.try_get("current_revision").map_err(db_err)?;
+            let current_revision = match seen {
+                Some(current) if current > revision => current,
+                // A greater revision committed after the statement's snapshot: read it now.
+                _ => sqlx::query_scalar::<_, i64>(
+                    "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
+                )
+                .bind(received.source)
+                .bind(envelope.object_id.as_deref())
+                .fetch_optional(pool)
+                .await
+                .map_err(db_err)?
+                .unwrap_or(revision),
+            };
+            Outcome::Stale {
+                revision,
+                current_revision,
+            }
+        }
+        _ => Outcome::Accepted,
+    };
+    Ok(Some(Recorded {
+        archive_id,
+        outcome,
+    }))
+}
