@@ -129,17 +129,19 @@ pub async fn apply_delivery(
     envelope: &Envelope,
 ) -> Result<Recorded, DbErr> {
     let attempt = async {
-        // On PostgreSQL the common outcomes are one statement (`single`); a delivery it did not
-        // claim is classified in the transaction below, as on SQLite.
-        if db.backend() == sea_orm::DatabaseBackend::Postgres
-            && let Some(recorded) = single::apply_claimed(
-                db.writer.get_postgres_connection_pool(),
-                mode,
-                received,
-                envelope,
-            )
-            .await?
-        {
+        // The common outcomes are one round trip (`single`); a delivery it did not claim is
+        // classified in the transaction below.
+        let claimed = match db.backend() {
+            sea_orm::DatabaseBackend::Postgres => {
+                let pool = db.writer.get_postgres_connection_pool();
+                single::apply_claimed(pool, mode, received, envelope).await?
+            }
+            _ => {
+                let pool = db.writer.get_sqlite_connection_pool();
+                single::apply_claimed_sqlite(pool, mode, received, envelope).await?
+            }
+        };
+        if let Some(recorded) = claimed {
             return Ok(recorded);
         }
         let txn = begin(db).await?;

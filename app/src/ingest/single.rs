@@ -163,3 +163,133 @@ pub(super) async fn apply_claimed(
         outcome,
     }))
 }
+
+/// The SQLite form: one call with every statement of the transaction, so the delivery costs one
+/// hand-over to the connection's worker thread instead of one per statement. SQLite has no
+/// data-modifying `WITH`; what a later statement needs of an earlier one (claimed, advanced,
+/// the archive row's id) goes through a temporary table of the connection's own, filled by
+/// `changes()` and `last_insert_rowid()` right after the statement they describe.
+const SQLITE_STEPS: &str = "CREATE TEMP TABLE IF NOT EXISTS hookbox_ingest_step (
+    k INTEGER PRIMARY KEY, claimed INTEGER NOT NULL, advanced INTEGER NOT NULL, archive_id INTEGER);
+BEGIN IMMEDIATE;
+INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, snapshot_canonical, received_at, signed_body_digest)
+    VALUES ($1, $2, $3, $4, $5, $8, $6, $7)
+    ON CONFLICT DO NOTHING;
+INSERT OR REPLACE INTO temp.hookbox_ingest_step (k, claimed, advanced, archive_id) VALUES (1, changes(), 0, NULL);";
+
+const SQLITE_PROJECT: &str = "
+INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
+    SELECT $1, $3, $4, $5, $6 FROM temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1
+    ON CONFLICT (source, object_id) DO UPDATE
+       SET revision = excluded.revision, snapshot = excluded.snapshot, updated_at = excluded.updated_at
+     WHERE cur.revision < excluded.revision;
+UPDATE temp.hookbox_ingest_step SET advanced = changes() WHERE k = 1 AND claimed = 1;
+INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
+        error_message, headers, body, received_at, replay_of, replayed_by)
+    SELECT $1, $2, $3, $4, $9, 'processed', CASE WHEN advanced = 1 THEN 'applied' ELSE 'stale' END,
+        NULL, $10, $11, $6, $12, $13
+    FROM temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1
+    RETURNING id, outcome, (SELECT revision FROM object_state WHERE source = $1 AND object_id = $3) AS current_revision;";
+
+const SQLITE_ACCEPT: &str = "
+INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
+        error_message, headers, body, received_at, replay_of, replayed_by)
+    SELECT $1, $2, $3, $4, $9, 'processed', 'accepted', NULL, $10, $11, $6, $12, $13
+    FROM temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1
+    RETURNING id, outcome, NULL AS current_revision;";
+
+const SQLITE_FORWARD: &str = "
+UPDATE temp.hookbox_ingest_step SET archive_id = last_insert_rowid() WHERE k = 1 AND claimed = 1;
+INSERT INTO forward_deliveries (destination, source, event_id, object_id, revision, event_type,
+        archive_id, status, attempts, next_attempt_at, created_at, received_at, payload)
+    SELECT d.value, $1, $2, $3, $4, $9, s.archive_id, 'pending', 0, $15, $15, $6, COALESCE($5, $16)
+    FROM temp.hookbox_ingest_step AS s, json_each($14) AS d
+    WHERE s.k = 1 AND s.claimed = 1 AND (s.advanced = 1 OR $17);
+COMMIT;";
+
+/// The SQLite statements of a delivery, one string per shape (built once).
+fn sqlite_sql(projected: bool) -> &'static str {
+    static PROJECTED_SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static ACCEPTED_SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if projected {
+        PROJECTED_SQL.get_or_init(|| format!("{SQLITE_STEPS}{SQLITE_PROJECT}{SQLITE_FORWARD}"))
+    } else {
+        ACCEPTED_SQL.get_or_init(|| format!("{SQLITE_STEPS}{SQLITE_ACCEPT}{SQLITE_FORWARD}"))
+    }
+}
+
+/// [`apply_claimed`] on SQLite: the transaction in one call on the writer connection. On an error
+/// the transaction is rolled back before the connection goes back to the pool.
+pub(super) async fn apply_claimed_sqlite(
+    pool: &sqlx::SqlitePool,
+    mode: Mode,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Option<Recorded>, DbErr> {
+    let revision = envelope.revision.map(|r| r.get());
+    let (snapshot, canonical) = match &envelope.snapshot {
+        Some(s) => (Some(s.raw.as_str()), Some(s.canonical.as_str())),
+        None => (None, None),
+    };
+    let projected = matches!(
+        (mode, envelope.object_id.as_deref(), revision, snapshot),
+        (Mode::Snapshot, Some(_), Some(_), Some(_))
+    );
+    let body_payload = match snapshot {
+        Some(_) => None,
+        None if received.forward_to.is_empty() => None,
+        None => Some(String::from_utf8_lossy(received.body)),
+    };
+    let destinations =
+        serde_json::to_string(received.forward_to).map_err(|e| DbErr::Custom(e.to_string()))?;
+    let query = sqlx::query(sqlite_sql(projected))
+        .bind(received.source)
+        .bind(envelope.event_id.as_str())
+        .bind(envelope.object_id.as_deref())
+        .bind(revision)
+        .bind(snapshot)
+        .bind(received.received_at)
+        .bind(received.signed_body_digest.as_ref().map(|d| &d[..]))
+        .bind(canonical)
+        .bind(envelope.event_type.as_deref())
+        .bind(received.headers_json)
+        .bind(received.body)
+        .bind(received.replay_of)
+        .bind(received.replayed_by)
+        .bind(destinations)
+        .bind(chrono::Utc::now())
+        .bind(body_payload.as_deref())
+        .bind(!projected);
+    let mut conn = {
+        let _waiting = Waiting::start();
+        pool.acquire().await.map_err(db_err)?
+    };
+    let rows = match query.fetch_all(&mut *conn).await {
+        Ok(rows) => rows,
+        Err(error) => {
+            // Whatever statement failed, the transaction it began must not outlive this call.
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            return Err(db_err(error));
+        }
+    };
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let archive_id: i64 = row.try_get("id").map_err(db_err)?;
+    let outcome: String = row.try_get("outcome").map_err(db_err)?;
+    let outcome = match (outcome.as_str(), revision) {
+        ("applied", Some(revision)) => Outcome::Applied { revision },
+        ("stale", Some(revision)) => Outcome::Stale {
+            revision,
+            current_revision: row
+                .try_get::<Option<i64>, _>("current_revision")
+                .map_err(db_err)?
+                .unwrap_or(revision),
+        },
+        _ => Outcome::Accepted,
+    };
+    Ok(Some(Recorded {
+        archive_id,
+        outcome,
+    }))
+}

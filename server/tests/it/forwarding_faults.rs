@@ -595,21 +595,42 @@ async fn a_stopped_database_makes_the_forwarder_wait_and_resume_never_marking_de
     )
     .await;
     // The next attempts of half the rows wait in the application while the database stops; all
-    // the others are recorded first, so nothing else is in flight.
-    application.hold(
-        row_ids(&db)
-            .await
-            .into_iter()
-            .take(ROWS as usize / 2)
-            .collect(),
-    );
+    // the others are recorded first and put off for 10 s (their waits are 1 s), so nothing else
+    // is in flight or comes due while the database stops.
+    let rows = row_ids(&db).await;
+    let to_hold: BTreeSet<String> = rows.iter().take(ROWS as usize / 2).cloned().collect();
+    let others: Vec<String> = rows
+        .iter()
+        .filter(|id| !to_hold.contains(*id))
+        .map(|id| id.trim_start_matches("fwd_").to_string())
+        .collect();
+    let others = others.join(", ");
+    application.hold(to_hold);
     until(
-        "attempts held, the others recorded",
+        "attempts held, the others recorded and put off",
         Duration::from_secs(20),
         async || {
+            db.conn
+                .execute_raw(Statement::from_string(
+                    DatabaseBackend::Postgres,
+                    format!(
+                        "UPDATE forward_deliveries SET next_attempt_at = now() + interval '10 seconds'
+                         WHERE id IN ({others}) AND lease_until IS NULL"
+                    ),
+                ))
+                .await
+                .unwrap();
             let (got, held) = application.got_and_held();
             held > 0
                 && count(&db, "SELECT count(*) FROM forward_attempts").await == (got - held) as i64
+                && count(
+                    &db,
+                    &format!(
+                        "SELECT count(*) FROM forward_deliveries WHERE id IN ({others}) AND lease_until IS NOT NULL"
+                    ),
+                )
+                .await
+                    == 0
         },
     )
     .await;
