@@ -1,7 +1,7 @@
 //! The common outcomes (applied, stale, accepted) of a delivery on PostgreSQL in one round trip:
 //! one data-modifying statement in autocommit mode, so `BEGIN`, the claim, the projection, the
 //! archive row, the forward deliveries and `COMMIT` cost the database one parse-bind-execute and
-//! hookbox one wake-up ([decision 0007](../../../docs/decisions/0007-one-statement-per-delivery.md)).
+//! hookbox one wake-up ([decision 0007](../../../docs/decisions/0007-one-round-trip-per-delivery.md)).
 //!
 //! What the multi-statement transaction guaranteed still holds:
 //! - The claim runs first (every later part reads its `RETURNING`), so a delivery takes the inbox
