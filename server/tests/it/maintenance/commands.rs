@@ -131,6 +131,22 @@ async fn purge_prints_the_cutoff_it_uses() {
     let test_db = test_db(Backend::Postgres).await;
     let db = &test_db.db;
     let [_, forty_days_ago, five_days_ago] = three_ages_of_archive(db).await;
+    // Refused requests 8 days and 1 day old: the first is past their 7 days.
+    let refused = |days: i64| app::db::rejected::NewRejected {
+        received_at: Utc::now() - Duration::days(days),
+        bucket: "shop".into(),
+        source: "shop".into(),
+        reason: "unauthorized",
+        cause: format!("{days} days old"),
+        client_address: "192.0.2.1".into(),
+        request_id: None,
+        headers: "{}".into(),
+        body_bytes: None,
+        body_sha256: None,
+    };
+    app::db::rejected::insert_batch(&db.writer, &[refused(8), refused(1)])
+        .await
+        .expect("refused rows");
     let dir = tempfile::tempdir().expect("temporary folder");
     let file = dir.path().join("hookbox.toml");
     std::fs::write(&file, "[server]\nretention_days = 60\n").expect("write config");
@@ -161,6 +177,15 @@ async fn purge_prints_the_cutoff_it_uses() {
         lines[3].starts_with("audit retention 365 days (from ")
             && lines[3].contains("): purged 0 audit rows from before "),
         "{out}"
+    );
+    assert!(
+        lines[4].starts_with("refused-requests retention 7 days (from ")
+            && lines[4].contains("): purged 1 rows from before "),
+        "{out}"
+    );
+    assert_eq!(
+        texts(db, "SELECT cause FROM rejected_requests", vec![]).await,
+        vec![vec![Some("1 days old".to_string())]]
     );
     assert_eq!(archive_ids(db).await, vec![forty_days_ago, five_days_ago]);
 
