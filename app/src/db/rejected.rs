@@ -105,24 +105,15 @@ pub async fn purge_older_than<C: ConnectionTrait>(
     older_than: DateTime<Utc>,
     batch: usize,
 ) -> Result<u64, DbErr> {
-    let limit = i64::try_from(batch.max(1)).unwrap_or(i64::MAX);
-    let mut total = 0;
-    loop {
-        let deleted = conn
-            .execute_raw(Statement::from_sql_and_values(
-                conn.get_database_backend(),
-                "DELETE FROM rejected_requests WHERE id IN (
-                     SELECT id FROM rejected_requests WHERE received_at < $1
-                     ORDER BY received_at LIMIT $2)",
-                vec![older_than.into(), limit.into()],
-            ))
-            .await?
-            .rows_affected();
-        total += deleted;
-        if deleted < limit as u64 {
-            return Ok(total);
-        }
-    }
+    crate::maintenance::purge::delete_in_batches(
+        conn,
+        "DELETE FROM rejected_requests WHERE id IN (
+             SELECT id FROM rejected_requests WHERE received_at < $1
+             ORDER BY received_at LIMIT $2)",
+        older_than,
+        batch,
+    )
+    .await
 }
 
 #[derive(FromQueryResult)]

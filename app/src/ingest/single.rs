@@ -97,24 +97,13 @@ pub(super) async fn apply_claimed(
     received: &Received<'_>,
     envelope: &Envelope,
 ) -> Result<Option<Recorded>, DbErr> {
-    let revision = envelope.revision.map(|r| r.get());
-    let snapshot = envelope.snapshot.as_ref().map(|s| s.raw.as_str());
-    let projected = matches!(
-        (mode, envelope.object_id.as_deref(), revision, snapshot),
-        (Mode::Snapshot, Some(_), Some(_), Some(_))
-    );
-    // What a forward delivery carries: the snapshot as sent, or a dedup source's whole body.
-    let body_payload = match snapshot {
-        Some(_) => None,
-        None if received.forward_to.is_empty() => None,
-        None => Some(String::from_utf8_lossy(received.body)),
-    };
-    let query = sqlx::query(if projected { PROJECTED } else { ACCEPTED })
+    let parts = Parts::of(mode, received, envelope);
+    let query = sqlx::query(if parts.projected { PROJECTED } else { ACCEPTED })
         .bind(received.source)
         .bind(envelope.event_id.as_str())
         .bind(envelope.object_id.as_deref())
-        .bind(revision)
-        .bind(snapshot)
+        .bind(parts.revision)
+        .bind(parts.snapshot)
         .bind(received.received_at)
         .bind(received.signed_body_digest.as_ref().map(|d| &d[..]))
         .bind(envelope.event_type.as_deref())
@@ -124,7 +113,7 @@ pub(super) async fn apply_claimed(
         .bind(received.replayed_by)
         .bind(received.forward_to)
         .bind(chrono::Utc::now())
-        .bind(body_payload.as_deref());
+        .bind(parts.body_payload.as_deref());
     let row = {
         let _waiting = Waiting::start();
         query.fetch_optional(pool).await.map_err(db_err)?
@@ -132,36 +121,96 @@ pub(super) async fn apply_claimed(
     let Some(row) = row else {
         return Ok(None);
     };
-    let archive_id: i64 = row.try_get("id").map_err(db_err)?;
-    let outcome: &str = row.try_get("outcome").map_err(db_err)?;
-    let outcome = match (outcome, revision) {
-        ("applied", Some(revision)) => Outcome::Applied { revision },
-        ("stale", Some(revision)) => {
-            let seen: Option<i64> = row.try_get("current_revision").map_err(db_err)?;
-            let current_revision = match seen {
-                Some(current) if current > revision => current,
-                // A greater revision committed after the statement's snapshot: read it now.
-                _ => sqlx::query_scalar::<_, i64>(
-                    "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
-                )
-                .bind(received.source)
-                .bind(envelope.object_id.as_deref())
-                .fetch_optional(pool)
-                .await
-                .map_err(db_err)?
-                .unwrap_or(revision),
-            };
-            Outcome::Stale {
-                revision,
-                current_revision,
-            }
+    let (archive_id, name, mut current) = returned(&row)?;
+    if let (Some("stale"), Some(revision)) = (name.as_deref(), parts.revision)
+        && current.is_none_or(|c| c <= revision)
+    {
+        // A greater revision committed after the statement's snapshot: read it now.
+        current = sqlx::query_scalar::<_, i64>(
+            "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
+        )
+        .bind(received.source)
+        .bind(envelope.object_id.as_deref())
+        .fetch_optional(pool)
+        .await
+        .map_err(db_err)?;
+    }
+    Ok(Some(recorded(
+        archive_id,
+        name.as_deref(),
+        parts.revision,
+        current,
+    )))
+}
+
+/// What both backends' statements need of a delivery.
+struct Parts<'a> {
+    revision: Option<i64>,
+    snapshot: Option<&'a str>,
+    /// The snapshot's canonical form (SQLite's content identity).
+    canonical: Option<&'a str>,
+    /// A snapshot source's delivery with its object, revision and snapshot: it is projected.
+    projected: bool,
+    /// What a forward delivery carries without a snapshot: a dedup source's whole body (only
+    /// when there is somewhere to forward it).
+    body_payload: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<'a> Parts<'a> {
+    fn of(mode: Mode, received: &Received<'a>, envelope: &'a Envelope) -> Parts<'a> {
+        let revision = envelope.revision.map(|r| r.get());
+        let snapshot = envelope.snapshot.as_ref();
+        let projected = mode == Mode::Snapshot
+            && envelope.object_id.is_some()
+            && revision.is_some()
+            && snapshot.is_some();
+        let body_payload = (snapshot.is_none() && !received.forward_to.is_empty())
+            .then(|| String::from_utf8_lossy(received.body));
+        Parts {
+            revision,
+            snapshot: snapshot.map(|s| s.raw.as_str()),
+            canonical: snapshot.map(|s| s.canonical.as_str()),
+            projected,
+            body_payload,
         }
+    }
+}
+
+/// The archive row's id, its outcome and the projection's revision, as the statement returned
+/// them.
+fn returned<R>(row: &R) -> Result<(i64, Option<String>, Option<i64>), DbErr>
+where
+    R: Row,
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    i64: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
+    String: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
+{
+    Ok((
+        row.try_get("id").map_err(db_err)?,
+        row.try_get("outcome").map_err(db_err)?,
+        row.try_get("current_revision").map_err(db_err)?,
+    ))
+}
+
+/// The outcome the statement decided (`applied`, `stale`, `accepted`).
+fn recorded(
+    archive_id: i64,
+    name: Option<&str>,
+    revision: Option<i64>,
+    current: Option<i64>,
+) -> Recorded {
+    let outcome = match (name, revision) {
+        (Some("applied"), Some(revision)) => Outcome::Applied { revision },
+        (Some("stale"), Some(revision)) => Outcome::Stale {
+            revision,
+            current_revision: current.unwrap_or(revision),
+        },
         _ => Outcome::Accepted,
     };
-    Ok(Some(Recorded {
+    Recorded {
         archive_id,
         outcome,
-    }))
+    }
 }
 
 /// The SQLite form: one call with every statement of the transaction, so the delivery costs one
@@ -226,31 +275,18 @@ pub(super) async fn apply_claimed_sqlite(
     received: &Received<'_>,
     envelope: &Envelope,
 ) -> Result<Option<Recorded>, DbErr> {
-    let revision = envelope.revision.map(|r| r.get());
-    let (snapshot, canonical) = match &envelope.snapshot {
-        Some(s) => (Some(s.raw.as_str()), Some(s.canonical.as_str())),
-        None => (None, None),
-    };
-    let projected = matches!(
-        (mode, envelope.object_id.as_deref(), revision, snapshot),
-        (Mode::Snapshot, Some(_), Some(_), Some(_))
-    );
-    let body_payload = match snapshot {
-        Some(_) => None,
-        None if received.forward_to.is_empty() => None,
-        None => Some(String::from_utf8_lossy(received.body)),
-    };
+    let parts = Parts::of(mode, received, envelope);
     let destinations =
         serde_json::to_string(received.forward_to).map_err(|e| DbErr::Custom(e.to_string()))?;
-    let query = sqlx::query(sqlite_sql(projected))
+    let query = sqlx::query(sqlite_sql(parts.projected))
         .bind(received.source)
         .bind(envelope.event_id.as_str())
         .bind(envelope.object_id.as_deref())
-        .bind(revision)
-        .bind(snapshot)
+        .bind(parts.revision)
+        .bind(parts.snapshot)
         .bind(received.received_at)
         .bind(received.signed_body_digest.as_ref().map(|d| &d[..]))
-        .bind(canonical)
+        .bind(parts.canonical)
         .bind(envelope.event_type.as_deref())
         .bind(received.headers_json)
         .bind(received.body)
@@ -258,8 +294,8 @@ pub(super) async fn apply_claimed_sqlite(
         .bind(received.replayed_by)
         .bind(destinations)
         .bind(chrono::Utc::now())
-        .bind(body_payload.as_deref())
-        .bind(!projected);
+        .bind(parts.body_payload.as_deref())
+        .bind(!parts.projected);
     let mut conn = {
         let _waiting = Waiting::start();
         pool.acquire().await.map_err(db_err)?
@@ -275,21 +311,12 @@ pub(super) async fn apply_claimed_sqlite(
     let Some(row) = rows.first() else {
         return Ok(None);
     };
-    let archive_id: i64 = row.try_get("id").map_err(db_err)?;
-    let outcome: String = row.try_get("outcome").map_err(db_err)?;
-    let outcome = match (outcome.as_str(), revision) {
-        ("applied", Some(revision)) => Outcome::Applied { revision },
-        ("stale", Some(revision)) => Outcome::Stale {
-            revision,
-            current_revision: row
-                .try_get::<Option<i64>, _>("current_revision")
-                .map_err(db_err)?
-                .unwrap_or(revision),
-        },
-        _ => Outcome::Accepted,
-    };
-    Ok(Some(Recorded {
+    // The transaction is SQLite's single writer: the revision read is the current one.
+    let (archive_id, name, current) = returned(row)?;
+    Ok(Some(recorded(
         archive_id,
-        outcome,
-    }))
+        name.as_deref(),
+        parts.revision,
+        current,
+    )))
 }

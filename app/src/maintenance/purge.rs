@@ -74,16 +74,31 @@ pub async fn purge_batch<C: ConnectionTrait>(
 /// returns how many. Failed sign-ins are audit rows, so without this the table would grow with
 /// every attempt anyone makes.
 pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Result<u64, DbErr> {
-    let conn = db.maintenance();
-    let backend = conn.get_database_backend();
+    delete_in_batches(
+        db.maintenance(),
+        "DELETE FROM audit_log WHERE id IN (
+             SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)",
+        older_than,
+        batch,
+    )
+    .await
+}
+
+/// Runs `delete` (`$1` the cutoff, `$2` the rows per statement) until it deletes fewer than
+/// `batch` rows, each statement its own transaction; returns how many it deleted in all.
+pub async fn delete_in_batches<C: ConnectionTrait>(
+    conn: &C,
+    delete: &str,
+    older_than: DateTime<Utc>,
+    batch: usize,
+) -> Result<u64, DbErr> {
     let limit = i64::try_from(batch.max(1)).unwrap_or(i64::MAX);
     let mut total = 0;
     loop {
         let deleted = conn
             .execute_raw(Statement::from_sql_and_values(
-                backend,
-                "DELETE FROM audit_log WHERE id IN (
-                     SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)",
+                conn.get_database_backend(),
+                delete,
                 vec![older_than.into(), limit.into()],
             ))
             .await?
@@ -102,27 +117,16 @@ pub async fn purge_forwarded(
     older_than: DateTime<Utc>,
     batch: usize,
 ) -> Result<u64, DbErr> {
-    let conn = db.maintenance();
-    let backend = conn.get_database_backend();
-    let limit = i64::try_from(batch.max(1)).unwrap_or(i64::MAX);
-    let mut total = 0;
-    loop {
-        let deleted = conn
-            .execute_raw(Statement::from_sql_and_values(
-                backend,
-                "DELETE FROM forward_deliveries WHERE id IN (
-                     SELECT id FROM forward_deliveries
-                     WHERE created_at < $1 AND status IN ('delivered', 'superseded')
-                     ORDER BY id LIMIT $2)",
-                vec![older_than.into(), limit.into()],
-            ))
-            .await?
-            .rows_affected();
-        total += deleted;
-        if deleted < limit as u64 {
-            return Ok(total);
-        }
-    }
+    delete_in_batches(
+        db.maintenance(),
+        "DELETE FROM forward_deliveries WHERE id IN (
+             SELECT id FROM forward_deliveries
+             WHERE created_at < $1 AND status IN ('delivered', 'superseded')
+             ORDER BY id LIMIT $2)",
+        older_than,
+        batch,
+    )
+    .await
 }
 
 /// The server's retention task: a purge of the archive and of the audit log shortly after

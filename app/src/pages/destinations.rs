@@ -322,10 +322,6 @@ fn DestinationTable(
     .into_any()
 }
 
-fn param(query: &leptos_router::params::ParamsMap, key: &str) -> Option<String> {
-    query.get(key).filter(|v| !v.is_empty())
-}
-
 #[component]
 pub fn DestinationDetailPage() -> impl IntoView {
     let params = use_params_map();
@@ -335,11 +331,11 @@ pub fn DestinationDetailPage() -> impl IntoView {
         let q = query.read();
         (
             ForwardFilter {
-                status: param(&q, "status"),
-                source: param(&q, "source"),
-                q: param(&q, "q"),
+                status: crate::pages::param(&q, "status"),
+                source: crate::pages::param(&q, "source"),
+                q: crate::pages::param(&q, "q"),
             },
-            param(&q, "cursor"),
+            crate::pages::param(&q, "cursor"),
         )
     });
     let done = RwSignal::new(0u32);
@@ -398,15 +394,7 @@ fn DestinationBody(
     let name = s.name.clone();
     let paused = s.paused_at.is_some();
     let next = p.next_cursor.clone().map(|cursor| {
-        let mut parts: Vec<String> = ["status", "source", "q"]
-            .iter()
-            .filter_map(|k| {
-                query
-                    .get(k)
-                    .filter(|v| !v.is_empty())
-                    .map(|v| format!("{k}={}", urlencode(&v)))
-            })
-            .collect();
+        let mut parts = crate::pages::query_pairs(&query, &["status", "source", "q"]);
         parts.push(format!("cursor={}", urlencode(&cursor)));
         format!("/destinations/{}?{}", urlencode(&name), parts.join("&"))
     });

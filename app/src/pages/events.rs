@@ -4,9 +4,13 @@
 use crate::components::{ErrorNote, Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{BulkReplayResult, EventFilter, EventPage, Me, OutcomeKind, Role, Status};
+use crate::pages::{param, query_pairs};
 use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
+
+/// The URL parameters of the archive's filter (`EventFilter`), which links carry on.
+const FILTER_KEYS: [&str; 7] = ["status", "outcome", "source", "from", "to", "q", "match"];
 
 /// Bulk replay handles at most this many deliveries at once.
 pub const BULK_REPLAY_LIMIT: usize = 500;
@@ -116,10 +120,6 @@ pub fn bulk_scope(filter: &EventFilter) -> String {
     }
     parts.push("status failed".to_string());
     parts.join(", ")
-}
-
-fn param(query: &leptos_router::params::ParamsMap, key: &str) -> Option<String> {
-    query.get(key).filter(|v| !v.is_empty())
 }
 
 #[component]
@@ -241,26 +241,14 @@ pub fn EventsPage() -> impl IntoView {
 /// The export of the filter in the URL.
 fn export_href(query: &leptos_router::params::ParamsMap, format: &str) -> String {
     let mut parts = vec![format!("format={format}")];
-    for key in ["status", "outcome", "source", "from", "to", "q", "match"] {
-        if let Some(v) = query.get(key).filter(|v| !v.is_empty()) {
-            parts.push(format!("{key}={}", urlencode(&v)));
-        }
-    }
+    parts.extend(query_pairs(query, &FILTER_KEYS));
     format!("/export/events?{}", parts.join("&"))
 }
 
 #[component]
 fn EventTable(page: EventPage, query: leptos_router::params::ParamsMap) -> impl IntoView {
     let next = page.next_cursor.map(|cursor| {
-        let mut parts: Vec<String> = ["status", "outcome", "source", "from", "to", "q", "match"]
-            .iter()
-            .filter_map(|k| {
-                query
-                    .get(k)
-                    .filter(|v| !v.is_empty())
-                    .map(|v| format!("{k}={}", urlencode(&v)))
-            })
-            .collect();
+        let mut parts = query_pairs(&query, &FILTER_KEYS);
         parts.push(format!("cursor={}", urlencode(&cursor)));
         format!("/events?{}", parts.join("&"))
     });

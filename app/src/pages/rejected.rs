@@ -6,7 +6,7 @@
 use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
 use crate::model::{REJECTED_REASONS, RejectedFilter, RejectedPage, RejectedRow};
-use crate::url::urlencode;
+use crate::pages::{param, query_pairs};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -29,10 +29,6 @@ pub async fn rejected_requests(
         .collect();
     sources.sort();
     Ok((page, sources))
-}
-
-fn param(query: &leptos_router::params::ParamsMap, key: &str) -> Option<String> {
-    query.get(key).filter(|v| !v.is_empty())
 }
 
 #[component]
@@ -95,15 +91,7 @@ fn RejectedTable(page: RejectedPage, query: leptos_router::params::ParamsMap) ->
             .into_any();
     }
     let next = page.next_before.map(|before| {
-        let mut parts: Vec<String> = ["source", "reason"]
-            .iter()
-            .filter_map(|k| {
-                query
-                    .get(k)
-                    .filter(|v| !v.is_empty())
-                    .map(|v| format!("{k}={}", urlencode(&v)))
-            })
-            .collect();
+        let mut parts = query_pairs(&query, &["source", "reason"]);
         parts.push(format!("before={before}"));
         format!("/rejected?{}", parts.join("&"))
     });
