@@ -160,8 +160,26 @@ impl Mapping {
 pub struct Snapshot {
     /// Exactly the sent text of the value.
     pub raw: String,
-    /// See [`json::Node::canonical`].
-    pub canonical: String,
+    /// Computed on first use: only SQLite compares snapshots by it (PostgreSQL as `jsonb`).
+    canonical: std::sync::OnceLock<String>,
+}
+
+impl Snapshot {
+    /// A snapshot from the sent text of a JSON object.
+    pub fn new(raw: String) -> Snapshot {
+        Snapshot {
+            raw,
+            canonical: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// See [`json::Node::canonical`]. The text parsed when the envelope was read, so it parses
+    /// again; were it ever not to, the sent text stands in (content identity by exact text).
+    pub fn canonical(&self) -> &str {
+        self.canonical.get_or_init(|| {
+            json::parse(&self.raw).map_or_else(|_| self.raw.clone(), |node| node.canonical())
+        })
+    }
 }
 
 /// A revision: an integer from 1 to 2^63-1.
@@ -373,10 +391,7 @@ pub fn parse_envelope(
                         )));
                     }
                     Some((Found::Json(node), _)) if matches!(node.value, Value::Object(_)) => {
-                        Snapshot {
-                            raw: node.raw(text).to_string(),
-                            canonical: node.canonical(),
-                        }
+                        Snapshot::new(node.raw(text).to_string())
                     }
                     Some((Found::Json(_), place)) => {
                         return Err(reject(format!("snapshot ({place}) must be a JSON object")));

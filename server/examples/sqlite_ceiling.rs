@@ -106,8 +106,8 @@ impl Fixture {
         })
         .to_string();
         Ok(Fixture {
+            canonical: snapshot.canonical().to_string(),
             snapshot: snapshot.raw,
-            canonical: snapshot.canonical,
             headers_json,
             body,
         })

@@ -253,7 +253,9 @@ async fn ingest_request(
     // What the shipped silence alert reads (`deploy/prometheus/alerts.yml`).
     metrics::gauge!("hookbox_last_delivery_timestamp_seconds", "source" => source.name.clone())
         .set(now.timestamp_micros() as f64 / 1e6);
-    tracing::info!(
+    // Every delivery is in the archive; a line per delivery at the default level would be the
+    // hot path's costliest step after the database (`docs/benchmarks.md`).
+    tracing::debug!(
         source = %source.name,
         event_id = event_id.as_deref().unwrap_or("-"),
         outcome = outcome.name(),
@@ -328,23 +330,46 @@ fn answer(status: StatusCode, body: Value) -> Response {
 }
 
 /// The request headers as a JSON object for the archive, credentials redacted. Repeated headers
-/// are joined with ", " as HTTP allows.
+/// are joined with ", " as HTTP allows. Names in byte order, as a JSON object of them would
+/// print; written straight into the text, without a JSON value in between.
 fn archived_headers(headers: &HeaderMap) -> String {
-    let mut map = serde_json::Map::new();
-    for name in headers.keys() {
-        let value = if REDACTED_HEADERS.contains(&name.as_str()) {
-            "[redacted]".to_string()
-        } else {
-            headers
-                .get_all(name)
-                .iter()
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        map.insert(name.as_str().to_string(), Value::String(value));
+    let mut names: Vec<&str> = headers.keys().map(|name| name.as_str()).collect();
+    names.sort_unstable();
+    let mut out = Vec::with_capacity(48 * names.len() + 2);
+    out.push(b'{');
+    for (i, name) in names.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        json_string(&mut out, name);
+        out.push(b':');
+        if REDACTED_HEADERS.contains(&name) {
+            json_string(&mut out, "[redacted]");
+            continue;
+        }
+        let mut values = headers.get_all(name).iter();
+        match (values.next(), values.next()) {
+            (Some(only), None) => json_string(&mut out, &String::from_utf8_lossy(only.as_bytes())),
+            _ => {
+                let joined = headers
+                    .get_all(name)
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                json_string(&mut out, &joined);
+            }
+        }
     }
-    Value::Object(map).to_string()
+    out.push(b'}');
+    // Only JSON's own bytes and escaped strings were written.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// `text` as a JSON string, quoted and escaped.
+fn json_string(out: &mut Vec<u8>, text: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, text);
 }
 
 /// The `source` label of a request to a source that is not configured: the requested name is
@@ -535,5 +560,58 @@ async fn discard(body: &mut Body, at_most: u64) {
             }
             _ => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// What the archive kept before the headers were written straight into text: a JSON object
+    /// of them, keys in order.
+    fn as_json_value(headers: &HeaderMap) -> String {
+        let mut map = serde_json::Map::new();
+        for name in headers.keys() {
+            let value = if REDACTED_HEADERS.contains(&name.as_str()) {
+                "[redacted]".to_string()
+            } else {
+                headers
+                    .get_all(name)
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            map.insert(name.as_str().to_string(), Value::String(value));
+        }
+        Value::Object(map).to_string()
+    }
+
+    #[test]
+    fn archived_headers_are_the_json_object_of_the_headers_byte_for_byte() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-z-last", HeaderValue::from_static("z"));
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer s3cret"),
+        );
+        headers.append("x-repeated", HeaderValue::from_static("one"));
+        headers.append("x-repeated", HeaderValue::from_static("two"));
+        headers.insert("x-quote", HeaderValue::from_static(r#"say "hi" \ back"#));
+        headers.insert("x-bytes", HeaderValue::from_bytes(b"caf\xe9\tx").unwrap());
+        headers.insert(header::COOKIE, HeaderValue::from_static("a=b"));
+        headers.insert("a-first", HeaderValue::from_static(""));
+        let written = archived_headers(&headers);
+        assert_eq!(written, as_json_value(&headers));
+        let parsed: Value = serde_json::from_str(&written).unwrap();
+        assert_eq!(parsed["authorization"], "[redacted]");
+        assert_eq!(parsed["cookie"], "[redacted]");
+        assert_eq!(parsed["x-repeated"], "one, two");
+        assert_eq!(parsed["x-quote"], r#"say "hi" \ back"#);
+        assert_eq!(parsed["x-bytes"], "caf\u{fffd}\tx");
+        assert!(written.starts_with(r#"{"a-first":"","authorization""#));
+        assert!(!written.contains("s3cret"));
+        assert_eq!(archived_headers(&HeaderMap::new()), "{}");
     }
 }

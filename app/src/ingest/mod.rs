@@ -144,6 +144,9 @@ pub async fn apply_delivery(
         if let Some(recorded) = claimed {
             return Ok(recorded);
         }
+        if let Some(recorded) = record_unclaimed(db, mode, received, envelope).await? {
+            return Ok(recorded);
+        }
         let txn = begin(db).await?;
         let recorded = apply_in(&txn, mode, received, envelope).await?;
         txn.commit().await?;
@@ -270,10 +273,7 @@ pub async fn apply_in<C: ConnectionTrait>(
     let sql = Sql::for_backend(txn.get_database_backend());
     let source = received.source;
     let revision = envelope.revision.map(|r| r.get());
-    let (snapshot, canonical) = match &envelope.snapshot {
-        Some(s) => (Some(s.raw.as_str()), Some(s.canonical.as_str())),
-        None => (None, None),
-    };
+    let snapshot = envelope.snapshot.as_ref().map(|s| s.raw.as_str());
 
     // Claim. No conflict target: a clash on the primary key (a retry, or a reused event id) and a
     // clash on (object, revision) (a reused revision) must both end here as "not claimed".
@@ -287,7 +287,7 @@ pub async fn apply_in<C: ConnectionTrait>(
         received.signed_body_digest.map(|d| d.to_vec()).into(),
     ];
     if sql.compares_canonical {
-        claim_values.push(canonical.into());
+        claim_values.push(envelope.snapshot.as_ref().map(|s| s.canonical()).into());
     }
     let claimed = txn
         .query_one_raw(statement(txn, sql.claim, claim_values))
@@ -297,12 +297,7 @@ pub async fn apply_in<C: ConnectionTrait>(
     let outcome = if !claimed {
         // A separate statement: at READ COMMITTED the claim may have waited for a concurrent
         // transaction whose row its snapshot could not see; this statement's snapshot can.
-        let content = if sql.compares_canonical {
-            canonical
-        } else {
-            snapshot
-        };
-        classify_unclaimed(txn, sql, mode, received, envelope, revision, content).await?
+        met(txn, received, envelope).await?.outcome(mode)
     } else {
         match (mode, envelope.object_id.as_deref(), revision, snapshot) {
             (Mode::Snapshot, Some(object_id), Some(revision), Some(snapshot)) => {
@@ -345,16 +340,7 @@ pub async fn apply_in<C: ConnectionTrait>(
         }
     };
 
-    let identity = ArchiveIdentity {
-        event_id: Some(match &outcome {
-            Outcome::ReplayedBody { original_event_id } => original_event_id,
-            _ => &envelope.event_id,
-        }),
-        object_id: envelope.object_id.as_deref(),
-        revision,
-        event_type: envelope.event_type.as_deref(),
-    };
-    let archive_id = archive(txn, received, &identity, &outcome).await?;
+    let archive_id = archive_outcome(txn, received, envelope, &outcome).await?;
     if matches!(outcome, Outcome::Applied { .. } | Outcome::Accepted) {
         // What the request to the application carries: the snapshot as sent, or a dedup
         // source's whole body.
@@ -388,69 +374,115 @@ pub async fn apply_in<C: ConnectionTrait>(
     })
 }
 
-async fn classify_unclaimed<C: ConnectionTrait>(
-    txn: &C,
-    sql: &Sql,
+/// What the inbox holds that a delivery's claim met, read in one statement ([`Sql::classify`]).
+struct Met {
+    /// The row of the same event id, if any: whether its content is this delivery's.
+    same_content: Option<bool>,
+    /// The event that carried this signed body (schemes that sign the body alone).
+    body_holder: Option<String>,
+    /// The event holding this object revision.
+    revision_holder: Option<String>,
+}
+
+impl Met {
+    /// Nothing at all: the row the claim met is gone (purged since).
+    fn is_empty(&self) -> bool {
+        self.same_content.is_none() && self.body_holder.is_none() && self.revision_holder.is_none()
+    }
+
+    /// The outcome of a delivery that was not claimed.
+    fn outcome(self, mode: Mode) -> Outcome {
+        match self.same_content {
+            None => match self.body_holder {
+                Some(original_event_id) => Outcome::ReplayedBody { original_event_id },
+                None => Outcome::ReusedRevision {
+                    existing_event_id: self.revision_holder,
+                },
+            },
+            // Dedup sources promise nothing about content: the event id alone is the identity.
+            Some(_) if mode == Mode::Dedup => Outcome::Duplicate,
+            Some(true) => Outcome::Duplicate,
+            Some(false) => Outcome::ReusedEventId,
+        }
+    }
+}
+
+/// Reads, in one statement (so with one snapshot taken after the claim), what the claim met.
+async fn met<C: ConnectionTrait>(
+    conn: &C,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Met, DbErr> {
+    let sql = Sql::for_backend(conn.get_database_backend());
+    let content = envelope.snapshot.as_ref().map(|s| {
+        if sql.compares_canonical {
+            s.canonical()
+        } else {
+            s.raw.as_str()
+        }
+    });
+    let row = conn
+        .query_one_raw(statement(
+            conn,
+            sql.classify,
+            vec![
+                received.source.into(),
+                envelope.event_id.as_str().into(),
+                envelope.object_id.as_deref().into(),
+                envelope.revision.map(|r| r.get()).into(),
+                content.into(),
+                received.signed_body_digest.map(|d| d.to_vec()).into(),
+            ],
+        ))
+        .await?
+        .ok_or(DbErr::RecordNotFound("the classification's row".into()))?;
+    Ok(Met {
+        same_content: row.try_get("", "same_content")?,
+        body_holder: row.try_get("", "body_holder")?,
+        revision_holder: row.try_get("", "revision_holder")?,
+    })
+}
+
+/// A delivery the one-statement path did not claim, classified and archived in two autocommit
+/// statements: the classification's snapshot is taken after the claim, and an unclaimed outcome
+/// writes nothing but its archive row. `None` when the row the claim met is gone: the caller runs
+/// the whole transaction, which claims again.
+async fn record_unclaimed(
+    db: &Db,
     mode: Mode,
     received: &Received<'_>,
     envelope: &Envelope,
-    revision: Option<i64>,
-    content: Option<&str>,
-) -> Result<Outcome, DbErr> {
-    let source = received.source;
-    let existing = txn
-        .query_one_raw(statement(
-            txn,
-            sql.same_content,
-            vec![
-                source.into(),
-                envelope.event_id.as_str().into(),
-                envelope.object_id.as_deref().into(),
-                revision.into(),
-                content.into(),
-            ],
-        ))
-        .await?;
-    if existing.is_none()
-        && let Some(digest) = received.signed_body_digest
-    {
-        let original = txn
-            .query_one_raw(statement(
-                txn,
-                sql.signed_body_holder,
-                vec![source.into(), digest.to_vec().into()],
-            ))
-            .await?
-            .map(|row| row.try_get::<String>("", "event_id"))
-            .transpose()?;
-        if let Some(original_event_id) = original {
-            return Ok(Outcome::ReplayedBody { original_event_id });
-        }
+) -> Result<Option<Recorded>, DbErr> {
+    let met = met(&db.writer, received, envelope).await?;
+    if met.is_empty() {
+        return Ok(None);
     }
-    Ok(match existing {
-        // Dedup sources promise nothing about content: the event id alone is the identity.
-        Some(_) if mode == Mode::Dedup => Outcome::Duplicate,
-        Some(row) if row.try_get::<bool>("", "same_content")? => Outcome::Duplicate,
-        Some(_) => Outcome::ReusedEventId,
-        None => {
-            let holder = txn
-                .query_one_raw(statement(
-                    txn,
-                    sql.revision_holder,
-                    vec![
-                        source.into(),
-                        envelope.object_id.as_deref().into(),
-                        revision.into(),
-                    ],
-                ))
-                .await?
-                .map(|row| row.try_get::<String>("", "event_id"))
-                .transpose()?;
-            Outcome::ReusedRevision {
-                existing_event_id: holder,
-            }
-        }
-    })
+    let outcome = met.outcome(mode);
+    let archive_id = archive_outcome(&db.writer, received, envelope, &outcome).await?;
+    Ok(Some(Recorded {
+        archive_id,
+        outcome,
+    }))
+}
+
+/// The archive row of a valid delivery's outcome; a replayed body is archived under the event it
+/// replays.
+async fn archive_outcome<C: ConnectionTrait>(
+    conn: &C,
+    received: &Received<'_>,
+    envelope: &Envelope,
+    outcome: &Outcome,
+) -> Result<i64, DbErr> {
+    let identity = ArchiveIdentity {
+        event_id: Some(match outcome {
+            Outcome::ReplayedBody { original_event_id } => original_event_id,
+            _ => &envelope.event_id,
+        }),
+        object_id: envelope.object_id.as_deref(),
+        revision: envelope.revision.map(|r| r.get()),
+        event_type: envelope.event_type.as_deref(),
+    };
+    archive(conn, received, &identity, outcome).await
 }
 
 struct ArchiveIdentity<'a> {

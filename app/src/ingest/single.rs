@@ -169,7 +169,7 @@ impl<'a> Parts<'a> {
         Parts {
             revision,
             snapshot: snapshot.map(|s| s.raw.as_str()),
-            canonical: snapshot.map(|s| s.canonical.as_str()),
+            canonical: snapshot.map(|s| s.canonical()),
             projected,
             body_payload,
         }

@@ -9,13 +9,12 @@ pub(super) struct Sql {
     /// $1 source, $2 event_id, $3 object_id, $4 revision, $5 snapshot, $6 received_at,
     /// $7 signed_body_digest (SQLite also $8: the snapshot's canonical form)
     pub claim: &'static str,
-    /// $1 source, $2 event_id, $3 object_id, $4 revision, $5 the snapshot's content
-    /// (the sent text on PostgreSQL, the canonical form on SQLite) → one boolean, or no row
-    pub same_content: &'static str,
-    /// $1 source, $2 object_id, $3 revision → the event id holding that revision
-    pub revision_holder: &'static str,
-    /// $1 source, $2 signed_body_digest → `event_id`, the event that carried that signed body
-    pub signed_body_holder: &'static str,
+    /// What an unclaimed delivery's claim met, in one statement (one snapshot): $1 source,
+    /// $2 event_id, $3 object_id, $4 revision, $5 the snapshot's content (the sent text on
+    /// PostgreSQL, the canonical form on SQLite), $6 signed_body_digest → one row:
+    /// `same_content` (null when no row has the event id), `body_holder` (the event that
+    /// carried that signed body), `revision_holder` (the event holding that object revision)
+    pub classify: &'static str,
     /// $1 source, $2 object_id, $3 revision, $4 snapshot, $5 updated_at → a row only if it advanced
     pub advance_projection: &'static str,
     /// $1 source, $2 object_id
@@ -39,12 +38,15 @@ const POSTGRES: Sql = Sql {
             ON CONFLICT DO NOTHING
             RETURNING event_id",
     // jsonb equality: key order and white space ignored, numbers by value.
-    same_content: "SELECT (object_id IS NOT DISTINCT FROM $3
-                       AND revision IS NOT DISTINCT FROM $4
-                       AND snapshot IS NOT DISTINCT FROM $5::jsonb) AS same_content
-                   FROM webhook_inbox WHERE source = $1 AND event_id = $2",
-    revision_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision = $3",
-    signed_body_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND signed_body_digest = $2",
+    classify: "SELECT
+            (SELECT object_id IS NOT DISTINCT FROM $3
+                    AND revision IS NOT DISTINCT FROM $4
+                    AND snapshot IS NOT DISTINCT FROM $5::jsonb
+               FROM webhook_inbox WHERE source = $1 AND event_id = $2) AS same_content,
+            (SELECT event_id FROM webhook_inbox
+              WHERE source = $1 AND signed_body_digest = $6 LIMIT 1) AS body_holder,
+            (SELECT event_id FROM webhook_inbox
+              WHERE source = $1 AND object_id = $3 AND revision = $4 LIMIT 1) AS revision_holder",
     advance_projection: "INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
             VALUES ($1, $2, $3, $4::jsonb, $5)
             ON CONFLICT (source, object_id) DO UPDATE
@@ -65,10 +67,13 @@ const SQLITE: Sql = Sql {
             VALUES ($1, $2, $3, $4, $5, $8, $6, $7)
             ON CONFLICT DO NOTHING
             RETURNING event_id",
-    same_content: "SELECT (object_id IS $3 AND revision IS $4 AND snapshot_canonical IS $5) AS same_content
-                   FROM webhook_inbox WHERE source = $1 AND event_id = $2",
-    revision_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision = $3",
-    signed_body_holder: "SELECT event_id FROM webhook_inbox WHERE source = $1 AND signed_body_digest = $2",
+    classify: "SELECT
+            (SELECT object_id IS $3 AND revision IS $4 AND snapshot_canonical IS $5
+               FROM webhook_inbox WHERE source = $1 AND event_id = $2) AS same_content,
+            (SELECT event_id FROM webhook_inbox
+              WHERE source = $1 AND signed_body_digest = $6 LIMIT 1) AS body_holder,
+            (SELECT event_id FROM webhook_inbox
+              WHERE source = $1 AND object_id = $3 AND revision = $4 LIMIT 1) AS revision_holder",
     advance_projection: "INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
             VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (source, object_id) DO UPDATE
