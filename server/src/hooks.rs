@@ -37,7 +37,7 @@ const REDACTED_HEADERS: &[&str] = &[
 ];
 
 pub async fn receive(
-    State(state): State<AppState>,
+    State(state): State<std::sync::Arc<AppState>>,
     Path(source_name): Path<String>,
     request_id: RequestId,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,

@@ -21,10 +21,14 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
-    let webhooks = Router::new()
+    // Its own state: one shared reference per delivery rather than a copy of every handle.
+    let deliveries = Router::new()
         .route("/hooks/{source}", post(hooks::receive))
         // The handler enforces each deployment's own `max_body_bytes`.
         .layer(DefaultBodyLimit::disable())
+        .with_state(std::sync::Arc::new(state.clone()));
+    let webhooks = Router::new()
+        .merge(deliveries)
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics::render))
