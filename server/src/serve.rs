@@ -142,6 +142,9 @@ pub async fn serve(
     {
         tracing::warn!("the refused-requests log did not finish writing in time");
     }
+    if let Some(warm) = &db.warm {
+        warm.release_all();
+    }
     for pool in [&db.conn, &db.writer] {
         pool.close_by_ref()
             .await

@@ -14,6 +14,7 @@ pub mod overview;
 pub mod rejected;
 pub mod users;
 pub mod verify_runs;
+pub mod warm;
 
 use sea_orm::sqlx::postgres::PgPoolOptions;
 use sea_orm::sqlx::sqlite::{
@@ -68,6 +69,9 @@ pub struct Db {
     /// `.ci/bench-sqlite` measured twice the p99 and nine times the fsyncs with eight writers).
     /// The dashboard's reads keep their own pool beside it (WAL).
     pub writer: DatabaseConnection,
+    /// PostgreSQL: writer connections the deliveries park between them (`warm`), a quarter of
+    /// the pool always left to the rest.
+    pub warm: Option<std::sync::Arc<warm::Warm>>,
 }
 
 impl Db {
@@ -130,10 +134,9 @@ impl Db {
                         })
                     })
             };
-            let writer = pool(pools.ingest.unwrap_or(16))
-                .connect_with(options)
-                .await
-                .map_err(sqlx_err)?;
+            let size = pools.ingest.unwrap_or(16);
+            let writer = pool(size).connect_with(options).await.map_err(sqlx_err)?;
+            let warm = warm::Warm::start(writer.clone(), (size - size / 4) as usize);
 
             let conn = pool(pools.dashboard.unwrap_or(4))
                 .connect_with(dashboard_options)
@@ -142,6 +145,7 @@ impl Db {
             Db {
                 writer: SqlxPostgresConnector::from_sqlx_postgres_pool(writer),
                 conn: SqlxPostgresConnector::from_sqlx_postgres_pool(conn),
+                warm: Some(warm),
             }
         } else if url.starts_with("sqlite:") {
             // WAL lets readers run beside the writer; the busy timeout makes concurrent writers
@@ -165,6 +169,7 @@ impl Db {
             Db {
                 conn: SqlxSqliteConnector::from_sqlx_sqlite_pool(conn),
                 writer: SqlxSqliteConnector::from_sqlx_sqlite_pool(writer),
+                warm: None,
             }
         } else {
             return Err(DbErr::Custom(format!(

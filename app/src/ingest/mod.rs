@@ -1,7 +1,8 @@
 //! The delivery transaction: claim the event, classify a non-claim, advance the projection,
-//! archive, commit. One delivery is one transaction; nothing is answered before it commits. On
-//! PostgreSQL a claimed delivery is one statement (`single`), the same transaction in one round
-//! trip.
+//! archive, commit. One delivery is one transaction; nothing is answered before it commits. A
+//! claimed delivery is one round trip (`single`: one statement on PostgreSQL, one call on
+//! SQLite); an unclaimed one is classified in one statement and archived in another
+//! ([`record_unclaimed`]), since it writes nothing else.
 //!
 //! The webhook route and replay both call [`apply_delivery`], so an outcome is decided in one place.
 
@@ -132,10 +133,10 @@ pub async fn apply_delivery(
         // The common outcomes are one round trip (`single`); a delivery it did not claim is
         // classified in the transaction below.
         let claimed = match db.backend() {
-            sea_orm::DatabaseBackend::Postgres => {
-                let pool = db.writer.get_postgres_connection_pool();
-                single::apply_claimed(pool, mode, received, envelope).await?
-            }
+            sea_orm::DatabaseBackend::Postgres => match &db.warm {
+                Some(warm) => single::apply_postgres(warm, mode, received, envelope).await?,
+                None => None,
+            },
             _ => {
                 let pool = db.writer.get_sqlite_connection_pool();
                 single::apply_claimed_sqlite(pool, mode, received, envelope).await?
@@ -144,7 +145,9 @@ pub async fn apply_delivery(
         if let Some(recorded) = claimed {
             return Ok(recorded);
         }
-        if let Some(recorded) = record_unclaimed(db, mode, received, envelope).await? {
+        if db.backend() != sea_orm::DatabaseBackend::Postgres
+            && let Some(recorded) = record_unclaimed(db, mode, received, envelope).await?
+        {
             return Ok(recorded);
         }
         let txn = begin(db).await?;
@@ -443,8 +446,8 @@ async fn met<C: ConnectionTrait>(
     })
 }
 
-/// A delivery the one-statement path did not claim, classified and archived in two autocommit
-/// statements: the classification's snapshot is taken after the claim, and an unclaimed outcome
+/// On SQLite, a delivery the one-call path did not claim, classified and archived in two autocommit
+/// statements (PostgreSQL does the same on its parked connection, `single::apply_postgres`): the classification's snapshot is taken after the claim, and an unclaimed outcome
 /// writes nothing but its archive row. `None` when the row the claim met is gone: the caller runs
 /// the whole transaction, which claims again.
 async fn record_unclaimed(
@@ -465,8 +468,15 @@ async fn record_unclaimed(
     }))
 }
 
-/// The archive row of a valid delivery's outcome; a replayed body is archived under the event it
-/// replays.
+/// The event id a valid delivery is archived under: a replayed body under the event it replays.
+fn archived_event_id<'a>(outcome: &'a Outcome, envelope: &'a Envelope) -> &'a str {
+    match outcome {
+        Outcome::ReplayedBody { original_event_id } => original_event_id,
+        _ => &envelope.event_id,
+    }
+}
+
+/// The archive row of a valid delivery's outcome.
 async fn archive_outcome<C: ConnectionTrait>(
     conn: &C,
     received: &Received<'_>,
@@ -474,10 +484,7 @@ async fn archive_outcome<C: ConnectionTrait>(
     outcome: &Outcome,
 ) -> Result<i64, DbErr> {
     let identity = ArchiveIdentity {
-        event_id: Some(match outcome {
-            Outcome::ReplayedBody { original_event_id } => original_event_id,
-            _ => &envelope.event_id,
-        }),
+        event_id: Some(archived_event_id(outcome, envelope)),
         object_id: envelope.object_id.as_deref(),
         revision: envelope.revision.map(|r| r.get()),
         event_type: envelope.event_type.as_deref(),

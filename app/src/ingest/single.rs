@@ -11,8 +11,8 @@
 //! - The statement is atomic: the inbox row, the projection, the archive row and the forward
 //!   rows commit together or not at all.
 //! - A delivery that is not claimed (a retry, a reused id or revision) writes nothing here and
-//!   returns no row; it is then classified by [`super::apply_in`] in a transaction of its own,
-//!   whose statements take fresh snapshots that see the row the claim met.
+//!   returns no row; it is then classified by a statement of its own (`Sql::classify`), whose
+//!   fresh snapshot sees the row the claim met, and archived (`super::record_unclaimed`).
 //!
 //! One thing the statement's single snapshot cannot see: a revision committed by another delivery
 //! after the statement began. The outcome never depends on it (the upsert sees it through the
@@ -20,9 +20,11 @@
 //! cannot be the current revision (absent, or not greater than the delivery's), it is read again
 //! in a statement of its own.
 
-use super::{Outcome, Received, Recorded, Waiting};
+use super::sql::Sql;
+use super::{Met, Outcome, Received, Recorded, Waiting, archived_event_id};
+use crate::db::warm::Warm;
 use crate::envelope::{Envelope, Mode};
-use sea_orm::sqlx::{self, PgPool, Row};
+use sea_orm::sqlx::{self, Row};
 use sea_orm::{DbErr, RuntimeErr};
 use std::sync::Arc;
 
@@ -89,10 +91,12 @@ fn db_err(error: sqlx::Error) -> DbErr {
     DbErr::Query(RuntimeErr::SqlxError(Arc::new(error)))
 }
 
-/// Records a claimed delivery in one statement and returns its outcome, or `None` when the event
-/// was not claimed (nothing was written).
-pub(super) async fn apply_claimed(
-    pool: &PgPool,
+/// Records a delivery on PostgreSQL on one parked connection ([`Warm`]): a claimed one in one
+/// statement; an unclaimed one classified by a second statement (its own snapshot, taken after
+/// the claim) and archived by a third. `None` when the classification found nothing (the row the
+/// claim met was purged since): nothing was written, and the caller runs the transaction.
+pub(super) async fn apply_postgres(
+    warm: &Warm,
     mode: Mode,
     received: &Received<'_>,
     envelope: &Envelope,
@@ -114,33 +118,88 @@ pub(super) async fn apply_claimed(
         .bind(received.forward_to)
         .bind(chrono::Utc::now())
         .bind(parts.body_payload.as_deref());
-    let row = {
+    let mut lease = {
         let _waiting = Waiting::start();
-        query.fetch_optional(pool).await.map_err(db_err)?
+        warm.lease().await.map_err(db_err)?
     };
-    let Some(row) = row else {
-        return Ok(None);
+    let recorded = match query.fetch_optional(lease.conn()).await.map_err(db_err)? {
+        Some(row) => {
+            let (archive_id, name, mut current) = returned(&row)?;
+            if let (Some("stale"), Some(revision)) = (name.as_deref(), parts.revision)
+                && current.is_none_or(|c| c <= revision)
+            {
+                // A greater revision committed after the statement's snapshot: read it now.
+                current = sqlx::query_scalar::<_, i64>(
+                    "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
+                )
+                .bind(received.source)
+                .bind(envelope.object_id.as_deref())
+                .fetch_optional(lease.conn())
+                .await
+                .map_err(db_err)?;
+            }
+            Some(recorded(
+                archive_id,
+                name.as_deref(),
+                parts.revision,
+                current,
+            ))
+        }
+        None => unclaimed(lease.conn(), mode, received, envelope).await?,
     };
-    let (archive_id, name, mut current) = returned(&row)?;
-    if let (Some("stale"), Some(revision)) = (name.as_deref(), parts.revision)
-        && current.is_none_or(|c| c <= revision)
-    {
-        // A greater revision committed after the statement's snapshot: read it now.
-        current = sqlx::query_scalar::<_, i64>(
-            "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
-        )
+    lease.done();
+    Ok(recorded)
+}
+
+/// An unclaimed delivery on PostgreSQL: what the claim met, in a statement of its own (autocommit:
+/// a snapshot taken after the claim), then its archive row, the only row it writes.
+async fn unclaimed(
+    conn: &mut sqlx::PgConnection,
+    mode: Mode,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Option<Recorded>, DbErr> {
+    let sql = Sql::for_backend(sea_orm::DatabaseBackend::Postgres);
+    let row = sqlx::query(sql.classify)
         .bind(received.source)
+        .bind(envelope.event_id.as_str())
         .bind(envelope.object_id.as_deref())
-        .fetch_optional(pool)
+        .bind(envelope.revision.map(|r| r.get()))
+        .bind(envelope.snapshot.as_ref().map(|s| s.raw.as_str()))
+        .bind(received.signed_body_digest.as_ref().map(|d| &d[..]))
+        .fetch_one(&mut *conn)
         .await
         .map_err(db_err)?;
+    let met = Met {
+        same_content: row.try_get("same_content").map_err(db_err)?,
+        body_holder: row.try_get("body_holder").map_err(db_err)?,
+        revision_holder: row.try_get("revision_holder").map_err(db_err)?,
+    };
+    if met.is_empty() {
+        return Ok(None);
     }
-    Ok(Some(recorded(
+    let outcome = met.outcome(mode);
+    let archive_id: i64 = sqlx::query_scalar(sql.archive)
+        .bind(received.source)
+        .bind(archived_event_id(&outcome, envelope))
+        .bind(envelope.object_id.as_deref())
+        .bind(envelope.revision.map(|r| r.get()))
+        .bind(envelope.event_type.as_deref())
+        .bind(outcome.status().as_str())
+        .bind(outcome.name())
+        .bind(outcome.error_message())
+        .bind(received.headers_json)
+        .bind(received.body)
+        .bind(received.received_at)
+        .bind(received.replay_of)
+        .bind(received.replayed_by)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    Ok(Some(Recorded {
         archive_id,
-        name.as_deref(),
-        parts.revision,
-        current,
-    )))
+        outcome,
+    }))
 }
 
 /// What both backends' statements need of a delivery.

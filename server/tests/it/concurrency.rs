@@ -359,6 +359,7 @@ async fn ingest_transactions_are_read_committed_whatever_the_database_default() 
             Db {
                 writer: plain.clone(),
                 conn: plain,
+                warm: None,
             },
             false
         )
