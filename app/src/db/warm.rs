@@ -7,13 +7,17 @@
 //! error, or the request cut off mid-statement) gives its connection back to the pool, whose
 //! ping then drains or drops it, as before.
 //!
-//! At most `most` connections are parked, fewer than the pool holds, so replays, maintenance and
-//! the forwarder always find one in the pool; a connection parked for [`IDLE`] goes back to the
-//! pool, so a quiet hookbox holds none.
+//! Deliveries hold at most `most` connections, leased or parked, fewer than the pool holds, so
+//! replays, maintenance and the forwarder always find one in the pool. Deliveries wait for a turn
+//! in the order they came (a parked connection goes to the one that waited longest, not to
+//! whoever asks next), and a connection parked for [`IDLE`] goes back to the pool, so a quiet
+//! hookbox holds none.
 
+use super::ACQUIRE_TIMEOUT;
 use sea_orm::sqlx::{self, PgPool, Postgres, pool::PoolConnection};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// A parked connection unused this long goes back to the pool.
 pub const IDLE: Duration = Duration::from_secs(1);
@@ -22,42 +26,59 @@ pub const IDLE: Duration = Duration::from_secs(1);
 pub struct Warm {
     pool: PgPool,
     parked: Mutex<Vec<(PoolConnection<Postgres>, Instant)>>,
-    most: usize,
+    /// One per connection the deliveries may hold (leased or parked): deliveries queue here in
+    /// order, so one parked a moment ago goes to the delivery that waited longest.
+    leases: Semaphore,
 }
 
 /// A connection taken for one delivery's statements.
 pub struct Lease<'a> {
     warm: &'a Warm,
     conn: Option<PoolConnection<Postgres>>,
+    // Dropped after `conn` is parked: the next delivery in line finds it.
+    _turn: SemaphorePermit<'a>,
 }
 
 impl Warm {
-    /// Parks at most `most` connections of `pool`; a task returns those parked too long.
+    /// At most `most` connections of `pool` leased or parked; a task returns those parked too
+    /// long.
     pub fn start(pool: PgPool, most: usize) -> Arc<Warm> {
         let warm = Arc::new(Warm {
             pool,
             parked: Mutex::new(Vec::with_capacity(most)),
-            most,
+            leases: Semaphore::new(most.max(1)),
         });
         tokio::spawn(return_idle(Arc::downgrade(&warm)));
         warm
     }
 
-    /// The most recently parked connection, or one from the pool (within its acquire timeout).
+    /// The most recently parked connection, or one from the pool: within [`ACQUIRE_TIMEOUT`] in
+    /// all, as the pool's own wait.
     pub async fn lease(&self) -> Result<Lease<'_>, sqlx::Error> {
-        let parked = self.parked().pop();
-        let conn = match parked {
-            Some((conn, at)) if at.elapsed() < IDLE => conn,
-            // Idle too long to trust without the pool's check.
-            stale => {
-                drop(stale);
-                self.pool.acquire().await?
-            }
+        let lease = async {
+            let turn = self
+                .leases
+                .acquire()
+                .await
+                .map_err(|_| sqlx::Error::PoolClosed)?;
+            let parked = self.parked().pop();
+            let conn = match parked {
+                Some((conn, at)) if at.elapsed() < IDLE => conn,
+                // Idle too long to trust without the pool's check.
+                stale => {
+                    drop(stale);
+                    self.pool.acquire().await?
+                }
+            };
+            Ok(Lease {
+                warm: self,
+                conn: Some(conn),
+                _turn: turn,
+            })
         };
-        Ok(Lease {
-            warm: self,
-            conn: Some(conn),
-        })
+        tokio::time::timeout(ACQUIRE_TIMEOUT, lease)
+            .await
+            .unwrap_or(Err(sqlx::Error::PoolTimedOut))
     }
 
     /// Gives every parked connection back to the pool (before it closes).
@@ -82,13 +103,8 @@ impl Lease<'_> {
         let Some(conn) = self.conn.take() else {
             return;
         };
-        let mut parked = self.warm.parked();
-        if parked.len() < self.warm.most {
-            parked.push((conn, Instant::now()));
-        } else {
-            drop(parked);
-            drop(conn);
-        }
+        // Never more parked than leases exist, so the list cannot grow past them.
+        self.warm.parked().push((conn, Instant::now()));
     }
 }
 

@@ -28,3 +28,4 @@ mod providers;
 mod rejected_log;
 mod rejections;
 mod sign_in;
+mod warm;
