@@ -133,6 +133,7 @@ async fn via_sqlx(pool: &SqlitePool, f: &Fixture, d: &Delivery) -> anyhow::Resul
         .bind(d.revision)
         .bind(&f.snapshot)
         .bind(now)
+        .bind(None::<Vec<u8>>)
         .bind(&f.canonical)
         .fetch_optional(&mut *txn)
         .await?;
@@ -183,6 +184,7 @@ async fn via_sea_orm(db: &Db, f: &Fixture, d: &Delivery) -> anyhow::Result<()> {
                 Some(d.revision).into(),
                 Some(f.snapshot.as_str()).into(),
                 now.into(),
+                Value::Bytes(None),
                 Some(f.canonical.as_str()).into(),
             ],
         ))
