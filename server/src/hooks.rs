@@ -216,6 +216,14 @@ async fn ingest_request(
             .then(|| ingest::body_digest(&body)),
         forward_to: &source.forward,
     };
+    let fallback;
+    let source_metrics = match state.delivery_metrics.get(&source.name) {
+        Some(m) => m,
+        None => {
+            fallback = crate::metrics::SourceMetrics::new(&source.name);
+            &fallback
+        }
+    };
     let started = std::time::Instant::now();
     let (recorded, event_id, status) = match parse_envelope(&source.mapping, headers, &body) {
         Ok(envelope) => {
@@ -229,29 +237,25 @@ async fn ingest_request(
             Some(invalid.status()),
         ),
     };
-    metrics::histogram!("hookbox_ingest_transaction_duration_seconds", "source" => source.name.clone())
+    source_metrics
+        .transaction()
         .record(started.elapsed().as_secs_f64());
     let Recorded {
         archive_id,
         outcome,
     } = recorded.map_err(|e| {
         tracing::error!(source = %source.name, error = %e, "delivery not recorded: database unavailable");
-        metrics::counter!("hookbox_deliveries_total", "source" => source.name.clone(), "outcome" => "unavailable")
-            .increment(1);
+        source_metrics.unavailable().increment(1);
         Refusal::new(
             Rejection::Unavailable { request_id },
             String::new(),
             BodySeen::default(),
         )
     })?;
-    metrics::counter!(
-        "hookbox_deliveries_total",
-        "source" => source.name.clone(),
-        "outcome" => outcome.name()
-    )
-    .increment(1);
+    source_metrics.delivered(outcome.kind()).increment(1);
     // What the shipped silence alert reads (`deploy/prometheus/alerts.yml`).
-    metrics::gauge!("hookbox_last_delivery_timestamp_seconds", "source" => source.name.clone())
+    source_metrics
+        .last_delivery()
         .set(now.timestamp_micros() as f64 / 1e6);
     // Every delivery is in the archive; a line per delivery at the default level would be the
     // hot path's costliest step after the database (`docs/benchmarks.md`).
@@ -269,6 +273,29 @@ async fn ingest_request(
     Ok(outcome_answer(&outcome, event_id.as_deref(), status))
 }
 
+/// The body of an ingested delivery's answer. Fields in name order, as a JSON object of them
+/// prints; the outer `Option` leaves a field out, an inner `None` is `null`.
+#[derive(serde::Serialize, Default)]
+struct Answer<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    current_revision: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivered_as: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event_id: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    existing_event_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idempotent: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revision: Option<i64>,
+    status: &'static str,
+}
+
 /// The answer to an ingested delivery (`docs/webhooks.md`, section 4). `invalid_status` is the
 /// 400 or 422 the envelope chose.
 fn outcome_answer(
@@ -276,53 +303,83 @@ fn outcome_answer(
     event_id: Option<&str>,
     invalid_status: Option<StatusCode>,
 ) -> Response {
-    match outcome {
-        Outcome::Applied { revision } => answer(
+    let event = Some(event_id);
+    let (status, body) = match outcome {
+        Outcome::Applied { revision } => (
             StatusCode::OK,
-            json!({"status": "applied", "event_id": event_id, "revision": revision}),
+            Answer {
+                status: "applied",
+                event_id: event,
+                revision: Some(*revision),
+                ..Answer::default()
+            },
         ),
         Outcome::Stale {
             revision,
             current_revision,
-        } => answer(
+        } => (
             StatusCode::OK,
-            json!({"status": "stale", "event_id": event_id, "revision": revision, "current_revision": current_revision}),
+            Answer {
+                status: "stale",
+                event_id: event,
+                revision: Some(*revision),
+                current_revision: Some(*current_revision),
+                ..Answer::default()
+            },
         ),
-        Outcome::Accepted => answer(
+        Outcome::Accepted => (
             StatusCode::OK,
-            json!({"status": "accepted", "event_id": event_id}),
+            Answer {
+                status: "accepted",
+                event_id: event,
+                ..Answer::default()
+            },
         ),
-        Outcome::Duplicate => answer(
+        Outcome::Duplicate => (
             StatusCode::OK,
-            json!({"status": "duplicate", "event_id": event_id, "idempotent": true}),
+            Answer {
+                status: "duplicate",
+                event_id: event,
+                idempotent: Some(true),
+                ..Answer::default()
+            },
         ),
-        Outcome::ReplayedBody { original_event_id } => answer(
+        Outcome::ReplayedBody { original_event_id } => (
             StatusCode::OK,
-            json!({"status": "duplicate", "event_id": original_event_id, "idempotent": true, "delivered_as": event_id}),
+            Answer {
+                status: "duplicate",
+                event_id: Some(Some(original_event_id)),
+                idempotent: Some(true),
+                delivered_as: event,
+                ..Answer::default()
+            },
         ),
-        Outcome::ReusedEventId | Outcome::ReusedRevision { .. } => {
-            let mut body = json!({
-                "status": "conflict",
-                "reason": outcome.name(),
-                "event_id": event_id,
-                "message": outcome.error_message(),
-            });
-            if let (
-                Outcome::ReusedRevision {
-                    existing_event_id: Some(holder),
+        Outcome::ReusedEventId | Outcome::ReusedRevision { .. } => (
+            StatusCode::CONFLICT,
+            Answer {
+                status: "conflict",
+                reason: Some(outcome.name()),
+                event_id: event,
+                message: Some(outcome.error_message()),
+                existing_event_id: match outcome {
+                    Outcome::ReusedRevision {
+                        existing_event_id: Some(holder),
+                    } => Some(holder),
+                    _ => None,
                 },
-                Value::Object(map),
-            ) = (outcome, &mut body)
-            {
-                map.insert("existing_event_id".into(), Value::String(holder.clone()));
-            }
-            answer(StatusCode::CONFLICT, body)
-        }
-        Outcome::Invalid { reason } => answer(
-            invalid_status.unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
-            json!({"status": "invalid", "reason": reason}),
+                ..Answer::default()
+            },
         ),
-    }
+        Outcome::Invalid { reason } => (
+            invalid_status.unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
+            Answer {
+                status: "invalid",
+                reason: Some(reason),
+                ..Answer::default()
+            },
+        ),
+    };
+    (status, axum::Json(body)).into_response()
 }
 
 fn answer(status: StatusCode, body: Value) -> Response {
@@ -586,6 +643,100 @@ mod tests {
             map.insert(name.as_str().to_string(), Value::String(value));
         }
         Value::Object(map).to_string()
+    }
+
+    /// What the answers were before they were serialised from a struct: JSON objects.
+    fn as_json_object(outcome: &Outcome, event_id: Option<&str>) -> Value {
+        match outcome {
+            Outcome::Applied { revision } => {
+                json!({"status": "applied", "event_id": event_id, "revision": revision})
+            }
+            Outcome::Stale {
+                revision,
+                current_revision,
+            } => {
+                json!({"status": "stale", "event_id": event_id, "revision": revision, "current_revision": current_revision})
+            }
+            Outcome::Accepted => json!({"status": "accepted", "event_id": event_id}),
+            Outcome::Duplicate => {
+                json!({"status": "duplicate", "event_id": event_id, "idempotent": true})
+            }
+            Outcome::ReplayedBody { original_event_id } => {
+                json!({"status": "duplicate", "event_id": original_event_id, "idempotent": true, "delivered_as": event_id})
+            }
+            Outcome::ReusedEventId | Outcome::ReusedRevision { .. } => {
+                let mut body = json!({
+                    "status": "conflict",
+                    "reason": outcome.name(),
+                    "event_id": event_id,
+                    "message": outcome.error_message(),
+                });
+                if let (
+                    Outcome::ReusedRevision {
+                        existing_event_id: Some(holder),
+                    },
+                    Value::Object(map),
+                ) = (outcome, &mut body)
+                {
+                    map.insert("existing_event_id".into(), Value::String(holder.clone()));
+                }
+                body
+            }
+            Outcome::Invalid { reason } => json!({"status": "invalid", "reason": reason}),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_answer_is_the_json_object_it_was_byte_for_byte() {
+        let outcomes = [
+            Outcome::Applied { revision: 7 },
+            Outcome::Stale {
+                revision: 3,
+                current_revision: 7,
+            },
+            Outcome::Accepted,
+            Outcome::Duplicate,
+            Outcome::ReplayedBody {
+                original_event_id: "evt \"1\"".into(),
+            },
+            Outcome::ReusedEventId,
+            Outcome::ReusedRevision {
+                existing_event_id: Some("evt-9".into()),
+            },
+            Outcome::ReusedRevision {
+                existing_event_id: None,
+            },
+            Outcome::Invalid {
+                reason: "snapshot is missing".into(),
+            },
+        ];
+        for outcome in &outcomes {
+            for event_id in [Some("evt-2"), None] {
+                let response = outcome_answer(outcome, event_id, None);
+                assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+                let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    String::from_utf8(bytes.to_vec()).unwrap(),
+                    as_json_object(outcome, event_id).to_string(),
+                    "{outcome:?} {event_id:?}"
+                );
+            }
+        }
+        assert_eq!(
+            outcome_answer(&Outcome::ReusedEventId, None, None).status(),
+            StatusCode::CONFLICT
+        );
+        assert_eq!(
+            outcome_answer(
+                &Outcome::Invalid { reason: "x".into() },
+                None,
+                Some(StatusCode::BAD_REQUEST)
+            )
+            .status(),
+            StatusCode::BAD_REQUEST
+        );
     }
 
     #[test]

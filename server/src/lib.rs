@@ -32,15 +32,19 @@ pub struct AppState {
     /// Where the endpoint records what it refuses; `serve` starts its writer (until then rows
     /// are dropped and counted).
     pub rejected_log: rejected_log::RejectedLog,
+    /// The metrics handles of each configured source's deliveries.
+    pub delivery_metrics: Arc<metrics::DeliveryMetrics>,
 }
 
 impl AppState {
     pub fn new(db: Db, config: Arc<Config>) -> AppState {
+        let handle = metrics::install();
         AppState {
+            delivery_metrics: Arc::new(metrics::DeliveryMetrics::of(&config)),
             db,
             config,
             limiter: Arc::default(),
-            metrics: metrics::install(),
+            metrics: handle,
             settings: Arc::default(),
             forward_wake: Arc::default(),
             rejected_log: rejected_log::RejectedLog::default(),

@@ -69,8 +69,8 @@ pub fn envelope(data: &[u8]) {
             if let Some(snapshot) = &envelope.snapshot {
                 // The stored text is a JSON value whose canonical form is the one recorded.
                 let node = json::parse(&snapshot.raw).expect("the stored snapshot text parses");
-                assert_eq!(node.canonical(), snapshot.canonical);
-                canonical_is_a_fixpoint(&snapshot.canonical);
+                assert_eq!(node.canonical(), snapshot.canonical());
+                canonical_is_a_fixpoint(snapshot.canonical());
             }
             if mapping.mode == Mode::Snapshot {
                 assert!(envelope.revision.is_some_and(|r| r.get() >= 1));
