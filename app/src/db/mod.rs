@@ -41,10 +41,6 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://hookbox.db?mode=rwc";
 /// How long a request waits for a connection before it answers 503: a bounded wait, never a hang.
 pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// A PostgreSQL connection idle this long is pinged before it is handed out: after a database
-/// restart or a dropped connection the request gets a fresh one, not an error.
-const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
-
 /// How long a SQLite writer waits for the write lock before giving up.
 pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -120,19 +116,6 @@ impl Db {
                     .max_connections(size)
                     .min_connections(0)
                     .acquire_timeout(ACQUIRE_TIMEOUT)
-                    // sqlx pings every connection it hands out, a round trip per delivery (and
-                    // pings it again when it comes back, which cannot be turned off). Only a
-                    // connection idle for a while is pinged on the way out: one in use a moment
-                    // ago answered its release ping then.
-                    .test_before_acquire(false)
-                    .before_acquire(|conn, meta| {
-                        Box::pin(async move {
-                            if meta.idle_for >= PING_IDLE_AFTER {
-                                sea_orm::sqlx::Connection::ping(conn).await?;
-                            }
-                            Ok(true)
-                        })
-                    })
             };
             let size = pools.ingest.unwrap_or(16);
             let writer = pool(size).connect_with(options).await.map_err(sqlx_err)?;
