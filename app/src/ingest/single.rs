@@ -12,7 +12,8 @@
 //!   rows commit together or not at all.
 //! - A delivery that is not claimed (a retry, a reused id or revision) writes nothing here and
 //!   returns no row; it is then classified by a statement of its own (`Sql::classify`), whose
-//!   fresh snapshot sees the row the claim met, and archived (`super::record_unclaimed`).
+//!   fresh snapshot sees the row the claim met, and archived (`unclaimed` here on PostgreSQL,
+//!   `super::record_unclaimed` on SQLite).
 //!
 //! One thing the statement's single snapshot cannot see: a revision committed by another delivery
 //! after the statement began. The outcome never depends on it (the upsert sees it through the
@@ -326,7 +327,7 @@ fn sqlite_sql(projected: bool) -> &'static str {
     }
 }
 
-/// [`apply_claimed`] on SQLite: the transaction in one call on the writer connection. On an error
+/// The claimed path of [`apply_postgres`] on SQLite: the transaction in one call on the writer connection. On an error
 /// the transaction is rolled back before the connection goes back to the pool.
 pub(super) async fn apply_claimed_sqlite(
     pool: &sqlx::SqlitePool,
