@@ -87,6 +87,16 @@ const CLAIM_COLUMNS: &str = "id, destination, source, event_id, object_id, revis
 /// by one worker at a time; a worker that dies loses its claim when the lease ends. Paused
 /// destinations are skipped; the destinations are served in the order given, each up to what
 /// is left of `limit` (the forwarder rotates them).
+///
+/// A round of claims is one transaction of a few statements whatever its size: the candidates
+/// (one statement per destination), then one that supersedes the candidates a greater revision
+/// makes pointless, then one that leases the rest that may be sent now (at most one per object,
+/// none of an object with an attempt in flight). On PostgreSQL the candidates' rows are locked
+/// (`SKIP LOCKED`: rows another worker is claiming are left to it) and so is each candidate's
+/// object, by a transaction-scoped advisory lock taken without waiting: an object another worker
+/// is deciding about is left for the next round. The two later statements start after the locks
+/// are held, so their snapshots see every lease a worker committed before it let go of the
+/// object; on SQLite the single writer serialises the claims.
 pub async fn claim_due(
     db: &Db,
     destinations: &[&str],
@@ -94,137 +104,111 @@ pub async fn claim_due(
     lease: std::time::Duration,
     limit: usize,
 ) -> Result<Vec<Claimed>, DbErr> {
-    if destinations.is_empty() {
+    if destinations.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
     let backend = db.backend();
     let now = Utc::now();
     let lease_until = now + Duration::from_std(lease).unwrap_or(Duration::seconds(60));
-    let txn = db.writer.begin().await?;
-    let paused: Vec<String> = txn
-        .query_all_raw(statement(
-            backend,
-            "SELECT destination FROM forward_destinations WHERE paused_at IS NOT NULL",
-            vec![],
-        ))
-        .await?
-        .iter()
-        .map(|row| row.try_get::<String>("", "destination"))
-        .collect::<Result<_, _>>()?;
-    let skip_locked = if backend == DatabaseBackend::Postgres {
-        " FOR UPDATE SKIP LOCKED"
+    let (row_locks, object_locks) = if backend == DatabaseBackend::Postgres {
+        (
+            " FOR UPDATE SKIP LOCKED",
+            " WHERE c.object_id IS NULL OR c.revision IS NULL
+                OR pg_try_advisory_xact_lock(hashtextextended(c.destination || '/' || c.source || '/' || c.object_id, 0))",
+        )
     } else {
-        ""
+        ("", "")
     };
+    let txn = db.writer.begin().await?;
     // One destination at a time: its pending rows in the order they come due are an index range
     // (ix_forward_deliveries_due_by_destination), whatever the backlog.
-    let mut candidates = Vec::new();
-    for destination in destinations
-        .iter()
-        .filter(|d| !paused.iter().any(|p| p == *d))
-    {
+    let mut candidates: Vec<i64> = Vec::new();
+    for destination in destinations {
         let room = limit.saturating_sub(candidates.len());
         if room == 0 {
             break;
         }
-        candidates.extend(
-            txn.query_all_raw(statement(
+        let rows = txn
+            .query_all_raw(statement(
                 backend,
                 &format!(
-                    "SELECT {CLAIM_COLUMNS} FROM forward_deliveries
-                     WHERE destination = $3 AND status = 'pending' AND next_attempt_at <= $1
-                       AND (lease_until IS NULL OR lease_until < $1)
-                     ORDER BY next_attempt_at, id LIMIT $2{skip_locked}"
+                    "SELECT c.id FROM (
+                         SELECT id, destination, source, object_id, revision FROM forward_deliveries
+                         WHERE destination = $3 AND status = 'pending' AND next_attempt_at <= $1
+                           AND (lease_until IS NULL OR lease_until < $1)
+                           AND NOT EXISTS (SELECT 1 FROM forward_destinations p
+                                           WHERE p.destination = $3 AND p.paused_at IS NOT NULL)
+                         ORDER BY next_attempt_at, id LIMIT $2{row_locks}
+                     ) c{object_locks}"
                 ),
                 vec![now.into(), (room as i64).into(), (*destination).into()],
             ))
-            .await?,
-        );
-    }
-    let mut claimed = Vec::new();
-    for row in candidates {
-        let candidate = Claimed::from_query_result(&row, "")?;
-        if let (Some(object_id), Some(revision)) = (&candidate.object_id, candidate.revision)
-            && !may_send(&txn, &candidate, object_id, revision, now).await?
-        {
-            continue;
+            .await?;
+        for row in rows {
+            candidates.push(row.try_get::<i64>("", "id")?);
         }
-        txn.execute_raw(statement(
+    }
+    if candidates.is_empty() {
+        txn.commit().await?;
+        return Ok(Vec::new());
+    }
+    // The candidates' ids as parameters from $first on.
+    let ids = |first: usize| {
+        (first..first + candidates.len())
+            .map(|n| format!("${n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let id_values = || candidates.iter().map(|id| Value::from(*id));
+    // A pending revision is pointless once a greater one is pending, was delivered, or is dead
+    // (a dead attempt may have reached the application).
+    txn.execute_raw(statement(
+        backend,
+        &format!(
+            "UPDATE forward_deliveries AS f SET status = 'superseded', lease_until = NULL, leased_by = NULL
+             WHERE f.id IN ({}) AND f.object_id IS NOT NULL AND f.revision IS NOT NULL
+               AND EXISTS (SELECT 1 FROM forward_deliveries g
+                           WHERE g.destination = f.destination AND g.source = f.source
+                             AND g.object_id = f.object_id AND g.revision > f.revision
+                             AND g.status IN ('pending', 'delivered', 'dead'))",
+            ids(1)
+        ),
+        id_values().collect(),
+    ))
+    .await?;
+    // What is left of an object's candidates is its greatest pending revision (one row, or
+    // several of the same revision: the first is sent), unless an attempt of it is in flight.
+    let mut values = vec![lease_until.into(), worker.into(), now.into()];
+    values.extend(id_values());
+    let rows = txn
+        .query_all_raw(statement(
             backend,
-            "UPDATE forward_deliveries SET lease_until = $2, leased_by = $3 WHERE id = $1",
-            vec![candidate.id.into(), lease_until.into(), worker.into()],
+            &format!(
+                "UPDATE forward_deliveries AS f SET lease_until = $1, leased_by = $2
+                 WHERE f.id IN ({list}) AND f.status = 'pending'
+                   AND (f.object_id IS NULL OR f.revision IS NULL OR (
+                       NOT EXISTS (SELECT 1 FROM forward_deliveries g
+                                   WHERE g.destination = f.destination AND g.source = f.source
+                                     AND g.object_id = f.object_id
+                                     AND g.status = 'pending' AND g.lease_until >= $3)
+                       AND NOT EXISTS (SELECT 1 FROM forward_deliveries t
+                                       WHERE t.id IN ({list}) AND t.id < f.id
+                                         AND t.destination = f.destination AND t.source = f.source
+                                         AND t.object_id = f.object_id AND t.status = 'pending')))
+                 RETURNING {CLAIM_COLUMNS}",
+                list = ids(4)
+            ),
+            values,
         ))
         .await?;
-        claimed.push(candidate);
-    }
+    let mut claimed = rows
+        .iter()
+        .map(|row| Claimed::from_query_result(row, ""))
+        .collect::<Result<Vec<_>, _>>()?;
     txn.commit().await?;
+    // In the order they came due (and the destinations' order).
+    claimed.sort_by_key(|c| candidates.iter().position(|id| *id == c.id));
     Ok(claimed)
-}
-
-/// Whether this revision of an object may be sent now, superseding what it makes pointless:
-/// false (and superseded) when a greater revision is pending, was delivered, or is dead (a dead
-/// attempt may have reached the application); false (left for later) while an attempt of the
-/// object is in flight.
-async fn may_send<C: ConnectionTrait>(
-    txn: &C,
-    candidate: &Claimed,
-    object_id: &str,
-    revision: i64,
-    now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
-    let backend = txn.get_database_backend();
-    let object = vec![
-        candidate.destination.as_str().into(),
-        candidate.source.as_str().into(),
-        object_id.into(),
-    ];
-    if backend == DatabaseBackend::Postgres {
-        txn.execute_raw(statement(
-            backend,
-            "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0))",
-            object.clone(),
-        ))
-        .await?;
-    }
-    let mut values = object.clone();
-    values.push(revision.into());
-    let greater = txn
-        .query_one_raw(statement(
-            backend,
-            "SELECT count(*) AS n FROM forward_deliveries
-             WHERE destination = $1 AND source = $2 AND object_id = $3 AND revision > $4
-               AND status IN ('pending', 'delivered', 'dead')",
-            values,
-        ))
-        .await?
-        .map(|r| r.try_get::<i64>("", "n"))
-        .transpose()?
-        .unwrap_or(0);
-    if greater > 0 {
-        txn.execute_raw(statement(
-            backend,
-            "UPDATE forward_deliveries SET status = 'superseded', lease_until = NULL, leased_by = NULL
-             WHERE id = $1",
-            vec![candidate.id.into()],
-        ))
-        .await?;
-        return Ok(false);
-    }
-    let mut values = object;
-    values.push(now.into());
-    let in_flight = txn
-        .query_one_raw(statement(
-            backend,
-            "SELECT count(*) AS n FROM forward_deliveries
-             WHERE destination = $1 AND source = $2 AND object_id = $3
-               AND status = 'pending' AND lease_until >= $4",
-            values,
-        ))
-        .await?
-        .map(|r| r.try_get::<i64>("", "n"))
-        .transpose()?
-        .unwrap_or(0);
-    Ok(in_flight == 0)
 }
 
 /// The request body: the event with its snapshot (or a dedup source's payload) embedded as
@@ -302,48 +286,44 @@ pub async fn record_attempt(
             }
         }
     };
-    let txn = db.writer.begin().await?;
-    txn.execute_raw(statement(
-        backend,
-        "INSERT INTO forward_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        vec![
-            claimed.id.into(),
-            attempt.into(),
-            result.started_at.into(),
-            result.duration_ms.into(),
-            result.status_code.map(i32::from).into(),
-            result.error.clone().into(),
-            result.response_excerpt.clone().into(),
-        ],
-    ))
-    .await?;
     let (status, next_attempt_at, delivered_at) = match after {
         AfterAttempt::Delivered => ("delivered", now, Some(now)),
         AfterAttempt::Retry(at) => ("pending", at, None),
         AfterAttempt::Dead => ("dead", now, None),
     };
-    txn.execute_raw(statement(
-        backend,
-        "UPDATE forward_deliveries SET status = $2, attempts = $3, next_attempt_at = $4,
-                last_status_code = $5, last_error = $6, delivered_at = $7,
-                lease_until = NULL, leased_by = NULL
-         WHERE id = $1",
-        vec![
-            claimed.id.into(),
-            status.into(),
-            attempt.into(),
-            next_attempt_at.into(),
-            result.status_code.map(i32::from).into(),
-            result.error.clone().into(),
-            delivered_at.into(),
-        ],
-    ))
-    .await?;
+    let mut parts: Vec<(&str, Vec<Value>)> = vec![
+        (
+            "INSERT INTO forward_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            vec![
+                claimed.id.into(),
+                attempt.into(),
+                result.started_at.into(),
+                result.duration_ms.into(),
+                result.status_code.map(i32::from).into(),
+                result.error.clone().into(),
+                result.response_excerpt.clone().into(),
+            ],
+        ),
+        (
+            "UPDATE forward_deliveries SET status = $2, attempts = $3, next_attempt_at = $4,
+                    last_status_code = $5, last_error = $6, delivered_at = $7,
+                    lease_until = NULL, leased_by = NULL
+             WHERE id = $1",
+            vec![
+                claimed.id.into(),
+                status.into(),
+                attempt.into(),
+                next_attempt_at.into(),
+                result.status_code.map(i32::from).into(),
+                result.error.clone().into(),
+                delivered_at.into(),
+            ],
+        ),
+    ];
     if let Some(error) = result.error.as_deref() {
         // The destination's last error, for its dashboard page.
-        txn.execute_raw(statement(
-            backend,
+        parts.push((
             "INSERT INTO forward_destinations (destination, last_error, last_status_code, last_error_at)
              VALUES ($1, $2, $3, $4)
              ON CONFLICT (destination) DO UPDATE SET last_error = excluded.last_error,
@@ -354,11 +334,48 @@ pub async fn record_attempt(
                 result.status_code.map(i32::from).into(),
                 now.into(),
             ],
-        ))
-        .await?;
+        ));
+    }
+    if backend == DatabaseBackend::Postgres {
+        // One statement in autocommit, atomic as the transaction was: one round trip.
+        let (mut sql, mut values) = (String::from("WITH "), Vec::new());
+        for (n, (part, part_values)) in parts.into_iter().enumerate() {
+            if n > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("part{n} AS ({})", shifted(part, values.len())));
+            values.extend(part_values);
+        }
+        sql.push_str(" SELECT 1");
+        db.writer
+            .execute_raw(statement(backend, &sql, values))
+            .await?;
+        return Ok(after);
+    }
+    let txn = db.writer.begin().await?;
+    for (part, values) in parts {
+        txn.execute_raw(statement(backend, part, values)).await?;
     }
     txn.commit().await?;
     Ok(after)
+}
+
+/// `sql` with every parameter `$n` renumbered `$(n + by)`.
+fn shifted(sql: &str, by: usize) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits].parse::<usize>() {
+            Ok(n) => out.push_str(&(n + by).to_string()),
+            Err(_) => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Gives up the claims of `worker` on rows it did not finish (an attempt abandoned at shutdown):
@@ -420,6 +437,15 @@ mod tests {
             attempts: 0,
             schedule_base: 0,
         }
+    }
+
+    #[test]
+    fn shifted_renumbers_every_parameter_and_nothing_else() {
+        assert_eq!(
+            shifted("VALUES ($1, $2, $10) -- '$' costs $ 3", 7),
+            "VALUES ($8, $9, $17) -- '$' costs $ 3"
+        );
+        assert_eq!(shifted("SELECT 1", 3), "SELECT 1");
     }
 
     #[test]

@@ -140,9 +140,13 @@ impl Db {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(SQLITE_BUSY_TIMEOUT)
                 .foreign_keys(true);
+            // No ping before a connection is handed out: a SQLite connection is a file handle
+            // that cannot go stale as a network one can, and the ping is a round trip to the
+            // connection's thread on every delivery (sqlx still pings it on the way back).
             let pool = |size: u32| {
                 SqlitePoolOptions::new()
                     .max_connections(size)
+                    .test_before_acquire(false)
                     .acquire_timeout(SQLITE_BUSY_TIMEOUT + ACQUIRE_TIMEOUT)
                     .connect_with(options.clone())
             };

@@ -16,6 +16,7 @@ mod check_config;
 mod concurrency;
 mod dashboard;
 mod faults;
+mod forward_claim;
 mod forwarder;
 mod forwarding;
 mod forwarding_faults;
