@@ -152,51 +152,65 @@ pub async fn claim_due(
         txn.commit().await?;
         return Ok(Vec::new());
     }
-    // The candidates' ids as parameters from $first on.
-    let ids = |first: usize| {
-        (first..first + candidates.len())
-            .map(|n| format!("${n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+    // The candidates' ids as one parameter, so each statement's text (and its prepared plan) is
+    // the same whatever the round's size.
+    let joined = candidates
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let (among, id_list): (fn(usize) -> String, String) = if backend == DatabaseBackend::Postgres {
+        (
+            |n: usize| format!("= ANY(CAST(${n} AS TEXT)::bigint[])"),
+            format!("{{{joined}}}"),
+        )
+    } else {
+        (
+            |n: usize| format!("IN (SELECT value FROM json_each(${n}))"),
+            format!("[{joined}]"),
+        )
     };
-    let id_values = || candidates.iter().map(|id| Value::from(*id));
     // A pending revision is pointless once a greater one is pending, was delivered, or is dead
     // (a dead attempt may have reached the application).
     txn.execute_raw(statement(
         backend,
         &format!(
             "UPDATE forward_deliveries AS f SET status = 'superseded', lease_until = NULL, leased_by = NULL
-             WHERE f.id IN ({}) AND f.object_id IS NOT NULL AND f.revision IS NOT NULL
+             WHERE f.id {} AND f.object_id IS NOT NULL AND f.revision IS NOT NULL
                AND EXISTS (SELECT 1 FROM forward_deliveries g
                            WHERE g.destination = f.destination AND g.source = f.source
                              AND g.object_id = f.object_id AND g.revision > f.revision
                              AND g.status IN ('pending', 'delivered', 'dead'))",
-            ids(1)
+            among(1)
         ),
-        id_values().collect(),
+        vec![id_list.as_str().into()],
     ))
     .await?;
     // What is left of an object's candidates is its greatest pending revision (one row, or
     // several of the same revision: the first is sent), unless an attempt of it is in flight.
-    let mut values = vec![lease_until.into(), worker.into(), now.into()];
-    values.extend(id_values());
+    let values = vec![
+        lease_until.into(),
+        worker.into(),
+        now.into(),
+        id_list.as_str().into(),
+    ];
     let rows = txn
         .query_all_raw(statement(
             backend,
             &format!(
                 "UPDATE forward_deliveries AS f SET lease_until = $1, leased_by = $2
-                 WHERE f.id IN ({list}) AND f.status = 'pending'
+                 WHERE f.id {list} AND f.status = 'pending'
                    AND (f.object_id IS NULL OR f.revision IS NULL OR (
                        NOT EXISTS (SELECT 1 FROM forward_deliveries g
                                    WHERE g.destination = f.destination AND g.source = f.source
                                      AND g.object_id = f.object_id
                                      AND g.status = 'pending' AND g.lease_until >= $3)
                        AND NOT EXISTS (SELECT 1 FROM forward_deliveries t
-                                       WHERE t.id IN ({list}) AND t.id < f.id
+                                       WHERE t.id {list} AND t.id < f.id
                                          AND t.destination = f.destination AND t.source = f.source
                                          AND t.object_id = f.object_id AND t.status = 'pending')))
                  RETURNING {CLAIM_COLUMNS}",
-                list = ids(4)
+                list = among(4)
             ),
             values,
         ))
