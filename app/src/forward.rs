@@ -5,9 +5,11 @@
 //! Order per object (snapshot sources): a claim takes only the greatest pending revision of an
 //! object, and only while no attempt of that object is in flight (leased); every smaller pending
 //! revision is `superseded` then, and so is a pending revision smaller than one already
-//! delivered or dead (a dead attempt may have reached the application). So a destination never receives a revision after a greater one. The claim of an
-//! object's rows is serialised: on PostgreSQL by a transaction-scoped advisory lock per object,
-//! on SQLite by its single writer.
+//! delivered or dead (a dead attempt may have reached the application). So a destination never
+//! receives a revision after a greater one. The claim of an object's rows is serialised: on
+//! PostgreSQL by a transaction-scoped advisory lock per object, taken without waiting (an object
+//! another worker holds waits for the next round), on SQLite by its single writer
+//! ([decision 0008](../../docs/decisions/0008-set-based-forward-claims.md)).
 
 use crate::config::Destination;
 use crate::db::Db;
@@ -122,7 +124,8 @@ pub async fn claim_due(
     let txn = db.writer.begin().await?;
     // One destination at a time: its pending rows in the order they come due are an index range
     // (ix_forward_deliveries_due_by_destination), whatever the backlog.
-    let mut candidates: Vec<i64> = Vec::new();
+    // (id, the object as destination/source/object id when it has a revision, the revision).
+    let mut candidates: Vec<(i64, Option<(String, String, String)>, i64)> = Vec::new();
     for destination in destinations {
         let room = limit.saturating_sub(candidates.len());
         if room == 0 {
@@ -132,7 +135,7 @@ pub async fn claim_due(
             .query_all_raw(statement(
                 backend,
                 &format!(
-                    "SELECT c.id FROM (
+                    "SELECT c.id, c.destination, c.source, c.object_id, c.revision FROM (
                          SELECT id, destination, source, object_id, revision FROM forward_deliveries
                          WHERE destination = $3 AND status = 'pending' AND next_attempt_at <= $1
                            AND (lease_until IS NULL OR lease_until < $1)
@@ -145,84 +148,118 @@ pub async fn claim_due(
             ))
             .await?;
         for row in rows {
-            candidates.push(row.try_get::<i64>("", "id")?);
+            let object = row.try_get::<Option<String>>("", "object_id")?;
+            let revision = row.try_get::<Option<i64>>("", "revision")?;
+            let object = match (object, revision) {
+                (Some(object), Some(_)) => Some((
+                    row.try_get::<String>("", "destination")?,
+                    row.try_get::<String>("", "source")?,
+                    object,
+                )),
+                _ => None,
+            };
+            candidates.push((row.try_get::<i64>("", "id")?, object, revision.unwrap_or(0)));
         }
     }
     if candidates.is_empty() {
         txn.commit().await?;
         return Ok(Vec::new());
     }
-    // The candidates' ids as one parameter, so each statement's text (and its prepared plan) is
-    // the same whatever the round's size.
-    let joined = candidates
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    let (among, id_list): (fn(usize) -> String, String) = if backend == DatabaseBackend::Postgres {
-        (
-            |n: usize| format!("= ANY(CAST(${n} AS TEXT)::bigint[])"),
-            format!("{{{joined}}}"),
-        )
+    // Ids as one parameter, so each statement's text (and its prepared plan) is the same whatever
+    // the round's size. Every condition on a candidate's own columns is decided here, never in
+    // SQL: the rows are locked (or behind SQLite's single writer), so only this round changes
+    // them, and a condition such as `status = 'pending'` would invite a plan that reads the whole
+    // backlog through a partial index.
+    let (among, id_list): (&str, fn(&[i64]) -> String) = if backend == DatabaseBackend::Postgres {
+        ("= ANY(CAST($1 AS TEXT)::bigint[])", |ids| {
+            format!("{{{}}}", joined(ids))
+        })
     } else {
-        (
-            |n: usize| format!("IN (SELECT value FROM json_each(${n}))"),
-            format!("[{joined}]"),
-        )
+        ("IN (SELECT value FROM json_each($1))", |ids| {
+            format!("[{}]", joined(ids))
+        })
     };
     // A pending revision is pointless once a greater one is pending, was delivered, or is dead
     // (a dead attempt may have reached the application).
-    txn.execute_raw(statement(
-        backend,
-        &format!(
-            "UPDATE forward_deliveries AS f SET status = 'superseded', lease_until = NULL, leased_by = NULL
-             WHERE f.id {} AND f.object_id IS NOT NULL AND f.revision IS NOT NULL
-               AND EXISTS (SELECT 1 FROM forward_deliveries g
-                           WHERE g.destination = f.destination AND g.source = f.source
-                             AND g.object_id = f.object_id AND g.revision > f.revision
-                             AND g.status IN ('pending', 'delivered', 'dead'))",
-            among(1)
-        ),
-        vec![id_list.as_str().into()],
-    ))
-    .await?;
-    // What is left of an object's candidates is its greatest pending revision (one row, or
-    // several of the same revision: the first is sent), unless an attempt of it is in flight.
-    let values = vec![
-        lease_until.into(),
-        worker.into(),
-        now.into(),
-        id_list.as_str().into(),
-    ];
-    let rows = txn
-        .query_all_raw(statement(
+    let objects: Vec<i64> = candidates
+        .iter()
+        .filter(|(_, object, _)| object.is_some())
+        .map(|(id, _, _)| *id)
+        .collect();
+    let superseded: Vec<i64> = if objects.is_empty() {
+        Vec::new()
+    } else {
+        txn.query_all_raw(statement(
             backend,
             &format!(
-                "UPDATE forward_deliveries AS f SET lease_until = $1, leased_by = $2
-                 WHERE f.id {list} AND f.status = 'pending'
-                   AND (f.object_id IS NULL OR f.revision IS NULL OR (
-                       NOT EXISTS (SELECT 1 FROM forward_deliveries g
-                                   WHERE g.destination = f.destination AND g.source = f.source
-                                     AND g.object_id = f.object_id
-                                     AND g.status = 'pending' AND g.lease_until >= $3)
-                       AND NOT EXISTS (SELECT 1 FROM forward_deliveries t
-                                       WHERE t.id {list} AND t.id < f.id
-                                         AND t.destination = f.destination AND t.source = f.source
-                                         AND t.object_id = f.object_id AND t.status = 'pending')))
-                 RETURNING {CLAIM_COLUMNS}",
-                list = among(4)
+                "UPDATE forward_deliveries AS f SET status = 'superseded', lease_until = NULL, leased_by = NULL
+                 WHERE f.id {among}
+                   AND EXISTS (SELECT 1 FROM forward_deliveries g
+                               WHERE g.destination = f.destination AND g.source = f.source
+                                 AND g.object_id = f.object_id AND g.revision > f.revision
+                                 AND g.status IN ('pending', 'delivered', 'dead'))
+                 RETURNING id"
             ),
-            values,
+            vec![id_list(&objects).into()],
         ))
-        .await?;
+        .await?
+        .iter()
+        .map(|row| row.try_get::<i64>("", "id"))
+        .collect::<Result<_, _>>()?
+    };
+    // What is left of an object's candidates is its greatest pending revision: one row, or
+    // several of the same revision (replays), of which the first is sent and the others wait.
+    let mut sendable: Vec<i64> = Vec::new();
+    let mut taken: Vec<&(String, String, String)> = Vec::new();
+    for (id, object, _) in &candidates {
+        if superseded.contains(id) {
+            continue;
+        }
+        if let Some(object) = object {
+            if taken.contains(&object) {
+                continue;
+            }
+            taken.push(object);
+        }
+        sendable.push(*id);
+    }
+    // Sent now unless an attempt of the object is in flight.
+    let rows = if sendable.is_empty() {
+        Vec::new()
+    } else {
+        txn.query_all_raw(statement(
+            backend,
+            &format!(
+                "UPDATE forward_deliveries AS f SET lease_until = $2, leased_by = $3
+                 WHERE f.id {among}
+                   AND (f.object_id IS NULL OR f.revision IS NULL
+                        OR NOT EXISTS (SELECT 1 FROM forward_deliveries g
+                                       WHERE g.destination = f.destination AND g.source = f.source
+                                         AND g.object_id = f.object_id
+                                         AND g.status = 'pending' AND g.lease_until >= $4))
+                 RETURNING {CLAIM_COLUMNS}"
+            ),
+            vec![
+                id_list(&sendable).into(),
+                lease_until.into(),
+                worker.into(),
+                now.into(),
+            ],
+        ))
+        .await?
+    };
     let mut claimed = rows
         .iter()
         .map(|row| Claimed::from_query_result(row, ""))
         .collect::<Result<Vec<_>, _>>()?;
     txn.commit().await?;
     // In the order they came due (and the destinations' order).
-    claimed.sort_by_key(|c| candidates.iter().position(|id| *id == c.id));
+    claimed.sort_by_key(|c| sendable.iter().position(|id| *id == c.id));
     Ok(claimed)
+}
+
+fn joined(ids: &[i64]) -> String {
+    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// The request body: the event with its snapshot (or a dedup source's payload) embedded as
