@@ -124,8 +124,7 @@ pub async fn claim_due(
     let txn = db.writer.begin().await?;
     // One destination at a time: its pending rows in the order they come due are an index range
     // (ix_forward_deliveries_due_by_destination), whatever the backlog.
-    // (id, the object as destination/source/object id when it has a revision, the revision).
-    let mut candidates: Vec<(i64, Option<(String, String, String)>, i64)> = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
     for destination in destinations {
         let room = limit.saturating_sub(candidates.len());
         if room == 0 {
@@ -158,7 +157,10 @@ pub async fn claim_due(
                 )),
                 _ => None,
             };
-            candidates.push((row.try_get::<i64>("", "id")?, object, revision.unwrap_or(0)));
+            candidates.push(Candidate {
+                id: row.try_get::<i64>("", "id")?,
+                object,
+            });
         }
     }
     if candidates.is_empty() {
@@ -183,8 +185,8 @@ pub async fn claim_due(
     // (a dead attempt may have reached the application).
     let objects: Vec<i64> = candidates
         .iter()
-        .filter(|(_, object, _)| object.is_some())
-        .map(|(id, _, _)| *id)
+        .filter(|c| c.object.is_some())
+        .map(|c| c.id)
         .collect();
     let superseded: Vec<i64> = if objects.is_empty() {
         Vec::new()
@@ -211,7 +213,7 @@ pub async fn claim_due(
     // several of the same revision (replays), of which the first is sent and the others wait.
     let mut sendable: Vec<i64> = Vec::new();
     let mut taken: Vec<&(String, String, String)> = Vec::new();
-    for (id, object, _) in &candidates {
+    for Candidate { id, object } in &candidates {
         if superseded.contains(id) {
             continue;
         }
@@ -256,6 +258,13 @@ pub async fn claim_due(
     // In the order they came due (and the destinations' order).
     claimed.sort_by_key(|c| sendable.iter().position(|id| *id == c.id));
     Ok(claimed)
+}
+
+/// A candidate of a round of claims: its id and, when it has an object revision (whose order
+/// matters), its object as (destination, source, object id).
+struct Candidate {
+    id: i64,
+    object: Option<(String, String, String)>,
 }
 
 fn joined(ids: &[i64]) -> String {
