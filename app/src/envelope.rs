@@ -272,10 +272,18 @@ pub fn parse_envelope(
             format!("body is not UTF-8 (invalid byte at {})", e.valid_up_to()),
         )
     })?;
-    let doc = json::parse(text).map_err(|e| match e {
-        JsonError::Syntax { .. } => invalid(InvalidKind::Unreadable, e.to_string()),
-        JsonError::Unsupported { .. } => invalid(InvalidKind::Unacceptable, e.to_string()),
-    })?;
+    // A body with a value the database cannot store is refused, but read as far as it can be
+    // first, so that its archive row keeps the identity sent before (or after) that value.
+    let (doc, unstorable) = match json::parse(text) {
+        Ok(doc) => (doc, None),
+        Err(e @ JsonError::Syntax { .. }) => {
+            return Err(invalid(InvalidKind::Unreadable, e.to_string()));
+        }
+        Err(e @ JsonError::Unsupported { .. }) => match json::parse_tolerant(text) {
+            Ok(doc) => (doc, Some(e)),
+            Err(_) => return Err(invalid(InvalidKind::Unacceptable, e.to_string())),
+        },
+    };
 
     // The first place of a field that is present in the request, and which place that was.
     let find = |field: &Field| -> Option<(Found<'_, '_>, String)> {
@@ -333,6 +341,9 @@ pub fn parse_envelope(
         fail.reason = reason;
         fail.clone()
     };
+    if let Some(e) = unstorable {
+        return Err(reject(e.to_string()));
+    }
 
     let event_id = event_id.map_err(&mut reject)?.ok_or_else(|| {
         reject(format!(

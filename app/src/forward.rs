@@ -319,6 +319,31 @@ pub fn signed_headers(
     )
 }
 
+/// The longest a destination's `Retry-After` can make a delivery wait: a day. A larger one (or
+/// a date years away) is cut to it, so a destination cannot park a delivery forever.
+pub const MAX_RETRY_AFTER_SECS: u64 = 24 * 60 * 60;
+
+/// `now` plus `wait_secs`, saturating at the latest time hookbox can store instead of
+/// overflowing.
+fn retry_at(now: DateTime<Utc>, wait_secs: u64) -> DateTime<Utc> {
+    i64::try_from(wait_secs)
+        .ok()
+        .and_then(Duration::try_seconds)
+        .and_then(|wait| now.checked_add_signed(wait))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// A `Retry-After` value in seconds from `now`: whole seconds, or an HTTP date (a date in the
+/// past is no wait). `None` when it is neither.
+pub fn retry_after_secs(value: &str, now: DateTime<Utc>) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(secs);
+    }
+    let at = DateTime::parse_from_rfc2822(value).ok()?;
+    Some(u64::try_from((at.with_timezone(&Utc) - now).num_seconds()).unwrap_or(0))
+}
+
 /// Records an attempt and moves the row on: delivered on a 2xx; else the next wait of the
 /// schedule (or a larger `Retry-After`), or dead after the last one. The lease is released.
 pub async fn record_attempt(
@@ -339,10 +364,13 @@ pub async fn record_attempt(
         {
             None => AfterAttempt::Dead,
             Some(wait) => {
-                let wait = (*wait).max(result.retry_after_secs.unwrap_or(0));
-                AfterAttempt::Retry(
-                    now + Duration::seconds(i64::try_from(wait).unwrap_or(i64::MAX / 2)),
-                )
+                let wait = (*wait).max(
+                    result
+                        .retry_after_secs
+                        .unwrap_or(0)
+                        .min(MAX_RETRY_AFTER_SECS),
+                );
+                AfterAttempt::Retry(retry_at(now, wait))
             }
         }
     };
@@ -497,6 +525,26 @@ mod tests {
             attempts: 0,
             schedule_base: 0,
         }
+    }
+
+    #[test]
+    fn a_retry_after_is_seconds_or_a_date_and_any_wait_saturates() {
+        let now = DateTime::parse_from_rfc3339("2015-10-21T07:27:00Z")
+            .expect("time")
+            .with_timezone(&Utc);
+        assert_eq!(retry_after_secs(" 120 ", now), Some(120));
+        assert_eq!(
+            retry_after_secs("Wed, 21 Oct 2015 07:28:00 GMT", now),
+            Some(60)
+        );
+        assert_eq!(
+            retry_after_secs("Wed, 21 Oct 2015 07:00:00 GMT", now),
+            Some(0)
+        );
+        assert_eq!(retry_after_secs("soon", now), None);
+        assert_eq!(retry_after_secs("-5", now), None);
+        assert_eq!(retry_at(now, u64::MAX), DateTime::<Utc>::MAX_UTC);
+        assert_eq!(retry_at(now, 60), now + Duration::seconds(60));
     }
 
     #[test]

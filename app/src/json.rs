@@ -62,10 +62,22 @@ impl std::error::Error for JsonError {}
 
 /// Parses one JSON document (surrounding white space allowed, nothing else).
 pub fn parse(text: &str) -> Result<Node<'_>, JsonError> {
+    parse_with(text, false)
+}
+
+/// Parses a document [`parse`] refuses as [`JsonError::Unsupported`] as far as it can: a number
+/// beyond `numeric` is kept as sent, a `\u` escape that cannot be stored reads as U+FFFD. Only
+/// for reading the identity of a delivery that is refused anyway; the depth limit still holds.
+pub fn parse_tolerant(text: &str) -> Result<Node<'_>, JsonError> {
+    parse_with(text, true)
+}
+
+fn parse_with(text: &str, tolerant: bool) -> Result<Node<'_>, JsonError> {
     let mut parser = Parser {
         text,
         bytes: text.as_bytes(),
         pos: 0,
+        tolerant,
     };
     parser.skip_ws();
     let node = parser.value(0)?;
@@ -276,6 +288,8 @@ struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    /// [`parse_tolerant`]: what `jsonb` cannot store is read anyway.
+    tolerant: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -415,6 +429,9 @@ impl<'a> Parser<'a> {
             self.digits();
         }
         let text = &self.text[start..self.pos];
+        if self.tolerant {
+            return Ok(text);
+        }
         let out_of_range = JsonError::Unsupported {
             offset: start,
             reason: "number outside the range the database can store",
@@ -495,6 +512,13 @@ impl<'a> Parser<'a> {
     }
 
     fn unicode_escape(&mut self) -> Result<char, JsonError> {
+        match self.storable_unicode_escape() {
+            Err(JsonError::Unsupported { .. }) if self.tolerant => Ok('\u{fffd}'),
+            read => read,
+        }
+    }
+
+    fn storable_unicode_escape(&mut self) -> Result<char, JsonError> {
         let escape_at = self.pos - 2;
         let unsupported = |reason| JsonError::Unsupported {
             offset: escape_at,
@@ -529,6 +553,31 @@ mod tests {
 
     fn canon(text: &str) -> String {
         parse(text).expect("valid JSON").canonical()
+    }
+
+    #[test]
+    fn the_tolerant_reader_reads_what_jsonb_refuses_and_nothing_that_is_not_json() {
+        let text = r#"{"id":"e1","n":10e-16384,"s":"a\u0000b","l":"\ud800x"}"#;
+        assert!(matches!(parse(text), Err(JsonError::Unsupported { .. })));
+        let doc = parse_tolerant(text).expect("read tolerantly");
+        assert_eq!(
+            doc.pointer("/id").map(|n| n.value.clone()),
+            Some(Value::String("e1".into()))
+        );
+        assert_eq!(
+            doc.pointer("/n").map(|n| n.value.clone()),
+            Some(Value::Number("10e-16384"))
+        );
+        assert_eq!(
+            doc.pointer("/s").map(|n| n.value.clone()),
+            Some(Value::String("a\u{fffd}b".into()))
+        );
+        assert!(matches!(
+            parse_tolerant(r#"{"id":"#),
+            Err(JsonError::Syntax { .. })
+        ));
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        assert!(parse_tolerant(&deep).is_err());
     }
 
     #[test]

@@ -262,7 +262,7 @@ async fn attempt(db: Db, destination: Destination, client: reqwest::Client, clai
                         .headers()
                         .get(reqwest::header::RETRY_AFTER)
                         .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .and_then(|v| forward::retry_after_secs(v, chrono::Utc::now()))
                 })
                 .flatten();
             let excerpt = excerpt(response).await;

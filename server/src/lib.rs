@@ -4,6 +4,7 @@ pub mod check_config;
 pub mod export;
 pub mod forwarder;
 pub mod hooks;
+pub mod logging;
 pub mod maintenance;
 pub mod metrics;
 pub mod rate_limit;

@@ -88,26 +88,12 @@ enum UserCommand {
     Remove { name: String },
 }
 
-fn init_logging(json: bool) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     // Read once, validated: a bad value stops every command but check-config, which reports it.
     let settings = Settings::from_env();
-    init_logging(settings.as_ref().is_ok_and(|s| s.log_json));
+    server::logging::init(settings.as_ref().is_ok_and(|s| s.log_json));
     let command = cli.command.unwrap_or(Command::Serve);
     let settings = match (settings, &command) {
         (Ok(settings), _) => settings,

@@ -316,6 +316,42 @@ INSERT INTO forward_deliveries (destination, source, event_id, object_id, revisi
     WHERE s.k = 1 AND s.claimed = 1 AND (s.advanced = 1 OR $17);
 COMMIT;";
 
+/// The writer connection while a delivery's script runs on it. Dropped before the script has
+/// answered (the request was cut off: its future is dropped), SQLite's worker stops stepping
+/// the script wherever it is, possibly after its `BEGIN IMMEDIATE`: the guard then ends that
+/// transaction, queued on the connection behind the script, before the connection serves anyone
+/// else, so the next delivery never meets a transaction left open.
+struct InScript(Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>);
+
+impl InScript {
+    fn conn(&mut self) -> &mut sqlx::SqliteConnection {
+        self.0.as_deref_mut().expect("held until answered")
+    }
+
+    /// The script answered: the connection, its transaction ended either way.
+    fn answered(mut self) -> sqlx::pool::PoolConnection<sqlx::Sqlite> {
+        self.0.take().expect("held until answered")
+    }
+}
+
+impl Drop for InScript {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.0.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    // An error here is "no transaction is active": the script had finished.
+                    let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+                });
+            }
+            // No runtime to roll back on: the connection is closed, not given back.
+            Err(_) => conn.close_on_drop(),
+        }
+    }
+}
+
 /// The SQLite statements of a delivery, one string per shape (built once).
 fn sqlite_sql(projected: bool) -> &'static str {
     static PROJECTED_SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -356,11 +392,13 @@ pub(super) async fn apply_claimed_sqlite(
         .bind(chrono::Utc::now())
         .bind(parts.body_payload.as_deref())
         .bind(!parts.projected);
-    let mut conn = {
+    let mut conn = InScript({
         let _waiting = Waiting::start();
-        pool.acquire().await.map_err(db_err)?
-    };
-    let rows = match query.fetch_all(&mut *conn).await {
+        Some(pool.acquire().await.map_err(db_err)?)
+    });
+    let answered = query.fetch_all(conn.conn()).await;
+    let mut conn = conn.answered();
+    let rows = match answered {
         Ok(rows) => rows,
         Err(error) => {
             // Whatever statement failed, the transaction it began must not outlive this call.

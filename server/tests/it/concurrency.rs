@@ -370,3 +370,69 @@ async fn ingest_transactions_are_read_committed_whatever_the_database_default() 
     let hookbox = Db::connect(&test_db.url).await.expect("connect");
     assert_eq!(isolation(hookbox, true).await, "read committed");
 }
+
+#[tokio::test]
+async fn a_sqlite_delivery_cut_off_inside_its_transaction_leaves_the_writer_ready_for_the_next() {
+    use sea_orm::sqlx::{self, Connection};
+    let test_db = test_db(Backend::Sqlite).await;
+    let db = test_db.db.clone();
+    // Another process holds SQLite's write lock, so the delivery's script stops in its
+    // `BEGIN IMMEDIATE`, inside the call, when the request is cut off.
+    let mut other = sqlx::SqliteConnection::connect(&test_db.url)
+        .await
+        .expect("a second connection");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut other)
+        .await
+        .expect("take the write lock");
+    let writer = db.writer.get_sqlite_connection_pool().clone();
+    let cut_db = db.clone();
+    let cut = tokio::spawn(async move {
+        let body = event("cut", "order-1", 1, "{}");
+        ingest::apply_delivery(
+            &cut_db,
+            app::envelope::Mode::Snapshot,
+            &received(&body),
+            &envelope(&body),
+        )
+        .await
+    });
+    // Proven, not assumed: the delivery holds the pool's one writer connection (nothing else
+    // uses it here), and it cannot finish while the lock is held.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !(writer.size() == 1 && writer.num_idle() == 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the delivery never took the writer"
+        );
+        tokio::task::yield_now().await;
+    }
+    assert!(!cut.is_finished());
+    cut.abort();
+    assert!(cut.await.expect_err("cut off").is_cancelled());
+    sqlx::query("COMMIT")
+        .execute(&mut other)
+        .await
+        .expect("release the lock");
+
+    let body = event("next", "order-1", 1, "{}");
+    let next = ingest::apply_delivery(
+        &db,
+        app::envelope::Mode::Snapshot,
+        &received(&body),
+        &envelope(&body),
+    )
+    .await
+    .expect("the next delivery is recorded, not refused for a transaction left open");
+    assert_eq!(next.outcome, Outcome::Applied { revision: 1 });
+    assert_eq!(
+        texts(
+            &db,
+            "SELECT event_id FROM webhook_inbox ORDER BY event_id",
+            vec![]
+        )
+        .await,
+        [[Some("next".to_string())]],
+        "the cut-off delivery committed nothing"
+    );
+}

@@ -758,3 +758,42 @@ async fn an_attempt_longer_than_the_grace_period_is_abandoned_and_its_delivery_s
     );
     assert_eq!(count(&db, "SELECT count(*) FROM forward_attempts").await, 0);
 }
+
+both_backends!(a_retry_after_of_any_size_is_recorded_and_cut_to_a_day);
+async fn a_retry_after_of_any_size_is_recorded_and_cut_to_a_day(backend: Backend) {
+    // u64::MAX seconds: a wait no clock can hold (it used to panic the attempt, unrecorded).
+    let (receiver, url) = Receiver::start(vec![(503, Some(u64::MAX))]).await;
+    let app = spawn_app_with(backend, config(&url, "[0, 0, 0]")).await;
+
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    receiver.wait_for(1).await;
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_attempts WHERE status_code = 503",
+        1,
+    )
+    .await;
+    let wait = scalar(
+        &app.db,
+        match backend {
+            Backend::Postgres => {
+                "SELECT CAST(EXTRACT(EPOCH FROM (d.next_attempt_at - a.started_at)) AS bigint)
+                 FROM forward_deliveries d JOIN forward_attempts a ON a.delivery_id = d.id
+                 WHERE d.status = 'pending' AND d.attempts = 1"
+            }
+            Backend::Sqlite => {
+                "SELECT CAST((julianday(d.next_attempt_at) - julianday(a.started_at)) * 86400 AS INTEGER)
+                 FROM forward_deliveries d JOIN forward_attempts a ON a.delivery_id = d.id
+                 WHERE d.status = 'pending' AND d.attempts = 1"
+            }
+        },
+        vec![],
+    )
+    .await
+    .expect("the delivery waits, pending, after one recorded attempt");
+    let day = i64::try_from(app::forward::MAX_RETRY_AFTER_SECS).unwrap();
+    assert!(
+        (day - 60..=day + 60).contains(&wait),
+        "waits {wait} s, not a day"
+    );
+}
