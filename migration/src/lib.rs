@@ -12,6 +12,7 @@ mod m20261201_000007_forwarding;
 mod m20261201_000008_destination_state;
 mod m20261201_000009_payload_search;
 mod m20261201_000010_rejected_requests;
+mod m20261202_000011_sign_in_failures;
 
 pub struct Migrator;
 
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000008_destination_state::Migration),
             Box::new(m20261201_000009_payload_search::Migration),
             Box::new(m20261201_000010_rejected_requests::Migration),
+            Box::new(m20261202_000011_sign_in_failures::Migration),
         ]
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::AppState;
 use crate::request_id::RequestId;
-use app::db::audit::{AuditEntry, audit_on};
+use app::db::audit::{AuditEntry, audit};
 use app::db::export::{self, EXPORT_BATCH, EXPORT_CAP, Format};
 use app::db::filter::QueryError;
 use app::guard::{ClientAddress, SignedIn};
@@ -62,8 +62,8 @@ pub async fn events(
         format.as_str()
     );
     let address = address.map(|Extension(ClientAddress(a))| a);
-    if let Err(e) = audit_on(
-        &state.db.conn,
+    if let Err(e) = audit(
+        &state.db,
         AuditEntry {
             actor: &user.name,
             action: AuditAction::Export.as_str(),

@@ -50,6 +50,37 @@ pub const DASHBOARD_STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a dashboard statement waits for a lock on PostgreSQL.
 pub const DASHBOARD_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// SQLite: dashboard writes of this process waiting for or holding the single writer connection
+/// at once, at most ([`Db::dashboard_writer`]): a delivery queued for the writer waits behind at
+/// most this many short dashboard writes, however many sign-ins arrive.
+pub const DASHBOARD_WRITES: usize = 2;
+
+fn dashboard_write_slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(DASHBOARD_WRITES);
+    &SLOTS
+}
+
+/// SQLite: the dashboard writes of this process past [`Db::dashboard_writer`]'s bound, that is
+/// waiting for the writer connection or writing on it (at most [`DASHBOARD_WRITES`]).
+pub fn dashboard_writes_in_flight() -> usize {
+    DASHBOARD_WRITES - dashboard_write_slots().available_permits()
+}
+
+/// The connection of one dashboard write ([`Db::dashboard_writer`]): dereferences to it, and on
+/// SQLite holds the write's place among [`DASHBOARD_WRITES`] until dropped.
+pub struct DashboardWriter<'a> {
+    conn: &'a DatabaseConnection,
+    _slot: Option<tokio::sync::SemaphorePermit<'static>>,
+}
+
+impl std::ops::Deref for DashboardWriter<'_> {
+    type Target = DatabaseConnection;
+
+    fn deref(&self) -> &DatabaseConnection {
+        self.conn
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Db {
     /// The dashboard's pool: pages, server functions, sign-in, the audit log. On PostgreSQL a
@@ -73,6 +104,30 @@ pub struct Db {
 impl Db {
     pub fn backend(&self) -> DatabaseBackend {
         self.conn.get_database_backend()
+    }
+
+    /// Where a dashboard write runs (sign-in records, sessions, audit rows, user management),
+    /// for as long as the returned guard lives. PostgreSQL: the dashboard's pool. SQLite: the
+    /// single writer connection, so the write queues in the pool beside deliveries instead of
+    /// taking SQLite's write lock from the read pool (which polls for the lock on a path the
+    /// writer does not order); at most [`DASHBOARD_WRITES`] dashboard writes of the process wait
+    /// for or hold it at once, the others wait here, before any delivery's turn, at most
+    /// [`ACQUIRE_TIMEOUT`] (then a timeout error: 503).
+    pub async fn dashboard_writer(&self) -> Result<DashboardWriter<'_>, DbErr> {
+        if self.backend() == DatabaseBackend::Postgres {
+            return Ok(DashboardWriter {
+                conn: &self.conn,
+                _slot: None,
+            });
+        }
+        let slot = tokio::time::timeout(ACQUIRE_TIMEOUT, dashboard_write_slots().acquire())
+            .await
+            .map_err(|_| DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::Timeout))?
+            .map_err(|_| DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::ConnectionClosed))?;
+        Ok(DashboardWriter {
+            conn: &self.writer,
+            _slot: Some(slot),
+        })
     }
 
     /// Where long maintenance statements run (purge, verify): without the dashboard's

@@ -67,7 +67,8 @@ async fn roll_up_finished_days(
         .map(|row| row.try_get("", "day"))
         .collect::<Result<_, _>>()?;
     for day in days.iter().filter(|d| !counted.contains(&d.to_string())) {
-        let txn = db.conn.begin().await?;
+        let writer = db.dashboard_writer().await?;
+        let txn = writer.begin().await?;
         txn.execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "INSERT INTO archive_day_counts (day, source, status, n)

@@ -1,5 +1,8 @@
 //! `users` and `sessions`: who may sign in, and the live sessions (stored as SHA-256 of the
 //! browser's token, never the token). Password hashing and the throttle are `auth`'s.
+//!
+//! Reads run on the dashboard's pool; every write on [`Db::dashboard_writer`] (on SQLite the
+//! single writer connection, bounded).
 
 use super::Db;
 use crate::model::Role;
@@ -33,7 +36,8 @@ pub async fn upsert_user(
     password_hash: &str,
     role: Role,
 ) -> Result<(), DbErr> {
-    db.conn
+    db.dashboard_writer()
+        .await?
         .execute_raw(statement(
             db,
             "INSERT INTO users (name, password_hash, role, created_at) VALUES ($1, $2, $3, $4)
@@ -93,7 +97,8 @@ pub async fn list_users(db: &Db) -> Result<Vec<(String, Role, DateTime<Utc>)>, D
 /// Removes a user and with it every session; false when there was no such user.
 pub async fn remove_user(db: &Db, name: &str) -> Result<bool, DbErr> {
     let result = db
-        .conn
+        .dashboard_writer()
+        .await?
         .execute_raw(statement(
             db,
             "DELETE FROM users WHERE name = $1",
@@ -103,20 +108,20 @@ pub async fn remove_user(db: &Db, name: &str) -> Result<bool, DbErr> {
     Ok(result.rows_affected() > 0)
 }
 
-pub async fn insert_session(
-    db: &Db,
+/// Stores a new session, on any connection (the sign-in's transaction).
+pub async fn insert_session_on<C: ConnectionTrait>(
+    conn: &C,
     token_hash: &str,
     user_id: i64,
     created_at: DateTime<Utc>,
     expires_at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    db.conn
-        .execute_raw(statement(
-            db,
-            "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-            vec![token_hash.into(), user_id.into(), created_at.into(), expires_at.into()],
-        ))
-        .await?;
+    conn.execute_raw(Statement::from_sql_and_values(
+        conn.get_database_backend(),
+        "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+        vec![token_hash.into(), user_id.into(), created_at.into(), expires_at.into()],
+    ))
+    .await?;
     Ok(())
 }
 
@@ -136,7 +141,8 @@ pub async fn session_user(db: &Db, token_hash: &str) -> Result<Option<UserRecord
 }
 
 pub async fn revoke_session(db: &Db, token_hash: &str) -> Result<(), DbErr> {
-    db.conn
+    db.dashboard_writer()
+        .await?
         .execute_raw(statement(
             db,
             "UPDATE sessions SET revoked_at = $2 WHERE token_hash = $1 AND revoked_at IS NULL",
@@ -149,7 +155,8 @@ pub async fn revoke_session(db: &Db, token_hash: &str) -> Result<(), DbErr> {
 /// Revokes every session of a user (e.g. after a password change).
 pub async fn revoke_user_sessions(db: &Db, name: &str) -> Result<u64, DbErr> {
     let result = db
-        .conn
+        .dashboard_writer()
+        .await?
         .execute_raw(statement(
             db,
             "UPDATE sessions SET revoked_at = $2 WHERE revoked_at IS NULL AND user_id IN (SELECT id FROM users WHERE name = $1)",

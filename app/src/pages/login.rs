@@ -1,4 +1,5 @@
-//! `/login`: the sign-in page and its server function.
+//! `/login`: the sign-in page and its server function. Its refusals for too many attempts are
+//! 429 with `Retry-After` (the throttle's delay, or 1 s when no password check slot is free).
 
 use crate::error::DashboardError;
 use leptos::prelude::*;
@@ -64,24 +65,33 @@ pub async fn login(
     use crate::guard::{self, fail};
     let db = guard::db()?;
     let sessions = use_context::<crate::config::Sessions>().unwrap_or_default();
-    match auth::sign_in(
+    let signed_in = auth::sign_in(
         &db,
         name.trim(),
         &password,
         &guard::client_address(),
         &sessions,
     )
-    .await
+    .await;
+    if let Some(wait) = signed_in.as_ref().err().and_then(SignInError::retry_after)
+        && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
     {
+        let secs = http::HeaderValue::from(auth::retry_after_secs(wait));
+        response.insert_header(http::header::RETRY_AFTER, secs);
+    }
+    match signed_in {
         Ok((user, token)) => {
             tracing::info!(user = %user.name, "signed in");
             guard::set_cookie(&auth::session_cookie(&token, &sessions));
             leptos_axum::redirect(&safe_next(next.as_deref()));
             Ok(())
         }
-        Err(SignInError::Throttled { minutes }) => Err(fail(DashboardError::Throttled(format!(
-            "Too many failed sign-ins. Try again in {minutes} minutes."
-        )))),
+        Err(SignInError::Throttled { retry_after }) => {
+            Err(fail(DashboardError::Throttled(format!(
+                "Too many failed sign-ins. Try again in {}.",
+                auth::wait_text(retry_after)
+            ))))
+        }
         Err(SignInError::Busy) => Err(fail(DashboardError::Throttled(
             "Too many sign-ins at once. Try again in a moment.".into(),
         ))),

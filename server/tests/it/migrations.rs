@@ -7,7 +7,7 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 13] = [
+const TABLES: [&str; 14] = [
     "archive_day_counts",
     "archive_days_counted",
     "audit_log",
@@ -17,6 +17,7 @@ const TABLES: [&str; 13] = [
     "object_state",
     "rejected_requests",
     "sessions",
+    "sign_in_failures",
     "users",
     "verify_runs",
     "webhook_events",
