@@ -196,6 +196,9 @@ pub struct Revision {
     pub stale: bool,
     /// Field-level changes from the previous (smaller) revision.
     pub changes: Vec<FieldChange>,
+    /// What `changes` leaves out ("37 more changes not shown", "not compared: …").
+    #[serde(default)]
+    pub changes_note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,12 +2,16 @@
 
 use super::Db;
 use crate::model::{ObjectHistory, Revision};
-use crate::present::{diff, pretty};
+use crate::present::{DIFF_MAX_BYTES, Diff, diff, pretty};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, Statement};
 
 /// Revisions shown on an object's page.
 pub const HISTORY_LIMIT: usize = 500;
+/// The most field changes one object page names, all revisions together.
+pub const PAGE_MAX_CHANGES: usize = 2000;
+/// The longest one object page spends comparing revisions; the rest are shown uncompared.
+pub const PAGE_DIFF_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The object's projection and its accepted revisions, greatest first.
 pub async fn object_history(
@@ -28,17 +32,27 @@ pub async fn object_history(
     let (current_revision, current_snapshot, updated_at) = match current {
         Some(row) => (
             Some(row.try_get::<i64>("", "revision")?),
-            Some(pretty(&row.try_get::<String>("", "snapshot")?)),
+            Some(row.try_get::<String>("", "snapshot")?),
             Some(row.try_get::<DateTime<Utc>>("", "updated_at")?.to_rfc3339()),
         ),
         None => (None, None, None),
+    };
+    // A snapshot too large to compare is not read at all.
+    let compared = if pg {
+        format!(
+            "CASE WHEN octet_length(i.snapshot::text) <= {DIFF_MAX_BYTES} THEN i.snapshot::text END"
+        )
+    } else {
+        format!(
+            "CASE WHEN length(CAST(i.snapshot AS BLOB)) <= {DIFF_MAX_BYTES} THEN i.snapshot END"
+        )
     };
     let rows = db
         .conn
         .query_all_raw(Statement::from_sql_and_values(
             db.backend(),
             format!(
-                "SELECT i.revision, i.event_id, i.received_at, i.{snapshot} AS snapshot,
+                "SELECT i.revision, i.event_id, i.received_at, {compared} AS snapshot,
                     (SELECT e.outcome FROM webhook_events e
                       WHERE e.event_id = i.event_id AND e.source = i.source AND e.outcome IN ('applied', 'stale')
                       ORDER BY e.id LIMIT 1) AS first_outcome
@@ -54,7 +68,8 @@ pub async fn object_history(
         revision: i64,
         event_id: String,
         received_at: DateTime<Utc>,
-        snapshot: String,
+        /// `None`: larger than `DIFF_MAX_BYTES`.
+        snapshot: Option<String>,
         first_outcome: Option<String>,
     }
     let rows = rows
@@ -74,24 +89,27 @@ pub async fn object_history(
         }
         greatest = greatest.max(row.revision);
     }
-    let revisions = rows
+    let rows_meta: Vec<(i64, String, String)> = rows
         .iter()
-        .enumerate()
-        .map(|(i, row)| Revision {
-            revision: row.revision,
-            event_id: row.event_id.clone(),
-            received_at: row.received_at.to_rfc3339(),
-            current: Some(row.revision) == current_revision,
-            stale: match row.first_outcome.as_deref() {
-                Some(outcome) => outcome == "stale",
-                None => arrived_after_greater.contains(&row.revision),
-            },
-            changes: rows
-                .get(i + 1)
-                .map(|previous| diff(&previous.snapshot, &row.snapshot))
-                .unwrap_or_default(),
+        .map(|r| (r.revision, r.event_id.clone(), r.received_at.to_rfc3339()))
+        .collect();
+    let stale: Vec<bool> = rows
+        .iter()
+        .map(|row| match row.first_outcome.as_deref() {
+            Some(outcome) => outcome == "stale",
+            None => arrived_after_greater.contains(&row.revision),
         })
         .collect();
+    // The layout and the comparisons are CPU work on what a sender stored: on a blocking
+    // thread, within the page's budgets, never on the async workers deliveries run on.
+    let (current_snapshot, diffs) = tokio::task::spawn_blocking(move || {
+        let shown = current_snapshot.as_deref().map(pretty);
+        let snapshots: Vec<Option<&str>> = rows.iter().map(|r| r.snapshot.as_deref()).collect();
+        (shown, compare_revisions(&snapshots))
+    })
+    .await
+    .map_err(|e| DbErr::Custom(format!("comparing revisions: {e}")))?;
+    let revisions = revisions_of(rows_meta, stale, diffs, current_revision);
     Ok(ObjectHistory {
         source: source.to_string(),
         object_id: object_id.to_string(),
@@ -100,4 +118,75 @@ pub async fn object_history(
         updated_at,
         revisions,
     })
+}
+
+/// The accepted revisions as the page shows them, greatest first.
+fn revisions_of(
+    rows: Vec<(i64, String, String)>,
+    stale: Vec<bool>,
+    diffs: Vec<Diff>,
+    current_revision: Option<i64>,
+) -> Vec<Revision> {
+    rows.into_iter()
+        .zip(stale)
+        .zip(diffs)
+        .map(|(((revision, event_id, received_at), stale), d)| Revision {
+            revision,
+            event_id,
+            received_at,
+            current: Some(revision) == current_revision,
+            stale,
+            changes: d.changes,
+            changes_note: d.note,
+        })
+        .collect()
+}
+
+/// The changes of each revision from the next one in `snapshots` (greatest first; `None` is a
+/// snapshot too large to compare), within [`PAGE_MAX_CHANGES`] and [`PAGE_DIFF_TIME`] for the
+/// whole page: past either, a revision's changes are left out and say so.
+fn compare_revisions(snapshots: &[Option<&str>]) -> Vec<Diff> {
+    let started = std::time::Instant::now();
+    let mut named = 0;
+    (0..snapshots.len())
+        .map(|i| {
+            let Some(previous) = snapshots.get(i + 1) else {
+                return Diff::default();
+            };
+            let (Some(before), Some(after)) = (previous, snapshots[i]) else {
+                return Diff {
+                    note: Some(format!(
+                        "not compared: a snapshot is larger than {} kB",
+                        DIFF_MAX_BYTES / 1024
+                    )),
+                    ..Diff::default()
+                };
+            };
+            let spent = if named >= PAGE_MAX_CHANGES {
+                Some(format!("the page already names {PAGE_MAX_CHANGES} changes"))
+            } else if started.elapsed() > PAGE_DIFF_TIME {
+                Some(format!(
+                    "the page's {} s for comparisons ran out",
+                    PAGE_DIFF_TIME.as_secs()
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = spent {
+                return Diff {
+                    note: Some(format!("not compared: {why}")),
+                    ..Diff::default()
+                };
+            }
+            let mut d = diff(before, after);
+            let room = PAGE_MAX_CHANGES - named;
+            if d.changes.len() > room {
+                d.left_out += d.changes.len() - room;
+                d.changes.truncate(room);
+                d.note = Some(format!("{} more changes not shown", d.left_out));
+            }
+            named += d.changes.len();
+            d
+        })
+        .collect()
 }

@@ -132,7 +132,7 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
         Vec::new()
     };
     let body = if body_is_json {
-        crate::present::pretty(&text)
+        crate::present::pretty_off_worker(text).await
     } else {
         text
     };

@@ -81,6 +81,7 @@ fn ObjectBody(h: ObjectHistory) -> impl IntoView {
                                                     </li>
                                                 }).collect_view()}
                                             </ul>
+                                            {r.changes_note.map(|note| view! { <p class="muted" data-testid="changes-note">{note}</p> })}
                                         </td>
                                     </tr>
                                 }

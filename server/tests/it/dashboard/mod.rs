@@ -15,6 +15,7 @@ use reqwest::StatusCode;
 mod access;
 mod destinations;
 mod export;
+mod heavy_pages;
 mod pages;
 mod rejected;
 mod replay;
