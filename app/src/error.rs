@@ -19,8 +19,10 @@ pub enum DashboardError {
     BadRequest(String),
     /// 401: the sign-in's name or password is wrong.
     WrongCredentials,
-    /// 429: too many sign-ins (the message says how long to wait).
+    /// 429: too many sign-ins (the message says how long to wait), or too many searches.
     Throttled(String),
+    /// 408: the request ran past its deadline and was stopped (the message says what to narrow).
+    TimedOut(String),
     /// 503: the database is unavailable; the request id finds the logged cause.
     Unavailable { request_id: String },
     /// The framework could not call the function (a bad argument encoding, a lost connection).
@@ -37,6 +39,7 @@ impl DashboardError {
             DashboardError::NotFound(_) => 404,
             DashboardError::BadRequest(_) | DashboardError::Call(_) => 400,
             DashboardError::Throttled(_) => 429,
+            DashboardError::TimedOut(_) => 408,
             DashboardError::Unavailable { .. } => 503,
         }
     }
@@ -55,6 +58,7 @@ impl fmt::Display for DashboardError {
             DashboardError::NotFound(what)
             | DashboardError::BadRequest(what)
             | DashboardError::Throttled(what)
+            | DashboardError::TimedOut(what)
             | DashboardError::Call(what) => f.write_str(what),
             DashboardError::WrongCredentials => f.write_str("Wrong user name or password."),
             DashboardError::Unavailable { request_id } => write!(

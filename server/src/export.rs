@@ -1,11 +1,18 @@
 //! `GET /export/events?format=ndjson|csv&…`: the deliveries of an `/events` filter as a download,
 //! streamed batch by batch (`app::db::export`), at most `EXPORT_CAP` rows, audited when it starts.
 //! Signed-in users only (the dashboard guard); a bad filter or format is a 400 naming it.
+//!
+//! Memory is bounded whatever the bodies: a batch holds at most `EXPORT_BATCH_BYTES` of bodies
+//! (or one larger body), written out in chunks of about [`CHUNK_BYTES`], and the next batch is
+//! read only once hyper has taken the last chunk, which it does only as the client reads. A
+//! client that reads nothing for the write deadline is dropped ([`WriteDeadline`], on every
+//! connection), and the export with it.
 
 use crate::AppState;
 use crate::request_id::RequestId;
+use app::db::Db;
 use app::db::audit::{AuditEntry, audit};
-use app::db::export::{self, EXPORT_BATCH, EXPORT_CAP, Format};
+use app::db::export::{self, EXPORT_BATCH, EXPORT_CAP, ExportRow, Format, Place};
 use app::db::filter::QueryError;
 use app::guard::{ClientAddress, SignedIn};
 use app::model::{AuditAction, EventFilter};
@@ -14,6 +21,15 @@ use axum::extract::{Extension, Query};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// An export's lines are sent in chunks of about this many bytes (one line when it is larger).
+pub const CHUNK_BYTES: usize = 64 * 1024;
 
 #[derive(Deserialize)]
 pub struct ExportQuery {
@@ -78,40 +94,26 @@ pub async fn events(
         return unavailable(&request_id, &e);
     }
     tracing::info!(user = %user.name, %detail, "export started");
-    let db = state.db.clone();
-    // (position after the last row sent, rows sent, whether the header went out)
-    let start: (Option<export::After>, usize, bool) = (None, 0, false);
-    let stream = futures::stream::unfold(start, move |(after, sent, started)| {
-        let (db, filter) = (db.clone(), filter.clone());
-        async move {
-            if !started {
-                return Some((
-                    Ok::<Bytes, std::io::Error>(Bytes::from_static(format.header().as_bytes())),
-                    (after, sent, true),
-                ));
-            }
-            let room = EXPORT_CAP.saturating_sub(sent).min(EXPORT_BATCH);
-            if room == 0 {
-                return None;
-            }
-            match export::batch(&db, &filter, after, room).await {
-                Ok(rows) if rows.is_empty() => None,
-                Ok(rows) => {
-                    let next = rows.last().map(|r| (r.received_at, r.id));
-                    let mut chunk = String::new();
-                    for row in &rows {
-                        chunk.push_str(&row.line(format));
-                    }
-                    Some((Ok(Bytes::from(chunk)), (next, sent + rows.len(), true)))
-                }
-                // The download ends unfinished (the connection is closed), never looks complete.
-                Err(e) => {
-                    tracing::error!(error = %e, "export failed part way");
-                    Some((
-                        Err(std::io::Error::other("export failed")),
-                        (None, EXPORT_CAP, true),
-                    ))
-                }
+    let export = Export {
+        db: state.db.clone(),
+        filter,
+        format,
+        header_sent: false,
+        places: VecDeque::new(),
+        after: None,
+        read: 0,
+        exhausted: false,
+        rows: VecDeque::new(),
+    };
+    let stream = futures::stream::unfold(Some(export), |export| async move {
+        let mut export = export?;
+        match export.next_chunk().await {
+            Ok(Some(chunk)) => Some((Ok::<Bytes, io::Error>(chunk), Some(export))),
+            Ok(None) => None,
+            // The download ends unfinished (the connection is closed), never looks complete.
+            Err(e) => {
+                tracing::error!(error = %e, "export failed part way");
+                Some((Err(io::Error::other("export failed")), None))
             }
         }
     });
@@ -129,6 +131,164 @@ pub async fn events(
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// An export under way: the places read and not yet sent, and the batch being written.
+struct Export {
+    db: Db,
+    filter: EventFilter,
+    format: Format,
+    header_sent: bool,
+    /// Places read, not yet in a batch.
+    places: VecDeque<Place>,
+    /// The position after the last place read.
+    after: Option<export::After>,
+    /// Places read so far (at most `EXPORT_CAP`).
+    read: usize,
+    /// No place is left to read.
+    exhausted: bool,
+    /// The batch being written out.
+    rows: VecDeque<ExportRow>,
+}
+
+impl Export {
+    /// The next chunk of the download; `None` at its end.
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, QueryError> {
+        if !self.header_sent {
+            self.header_sent = true;
+            let header = self.format.header();
+            if !header.is_empty() {
+                return Ok(Some(Bytes::from_static(header.as_bytes())));
+            }
+        }
+        loop {
+            if !self.rows.is_empty() {
+                let mut chunk = String::new();
+                while chunk.len() < CHUNK_BYTES
+                    && let Some(row) = self.rows.pop_front()
+                {
+                    chunk.push_str(&row.line(self.format));
+                }
+                return Ok(Some(Bytes::from(chunk)));
+            }
+            if self.places.is_empty() {
+                let room = EXPORT_CAP.saturating_sub(self.read).min(EXPORT_BATCH);
+                if self.exhausted || room == 0 {
+                    return Ok(None);
+                }
+                let places = export::places(&self.db, &self.filter, self.after, room).await?;
+                self.exhausted = places.len() < room;
+                self.read += places.len();
+                if let Some(last) = places.last() {
+                    self.after = Some(last.after());
+                }
+                self.places.extend(places);
+                if self.places.is_empty() {
+                    return Ok(None);
+                }
+            }
+            let n = export::batch_len(self.places.iter().copied());
+            let ids: Vec<i64> = self.places.drain(..n).map(|p| p.id).collect();
+            self.rows = export::rows(&self.db, &ids).await?.into();
+        }
+    }
+}
+
+/// A connection whose writes give up when the client reads nothing for `deadline`: a write
+/// that stays pending (the socket's buffers full) that long fails with `TimedOut`, and hyper
+/// closes the connection, dropping the response (an export's stream and its batch with it).
+/// Every connection has it (`serve`), with the request deadline (`server.request_timeout_secs`):
+/// answers are never held for a client that stopped reading.
+pub struct WriteDeadline<T> {
+    inner: T,
+    deadline: Duration,
+    /// Since when the writes have been pending, as a timer.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteDeadline<T> {
+    pub fn new(inner: T, deadline: Duration) -> Self {
+        WriteDeadline {
+            inner,
+            deadline,
+            stalled: None,
+        }
+    }
+
+    /// After a write was refused for want of room: an error once the deadline has passed.
+    fn poll_stall<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        let deadline = self.deadline;
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(deadline)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the client read nothing for {} s: connection dropped",
+                    deadline.as_secs_f32()
+                ),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progressed<R>(
+        &mut self,
+        result: Poll<io::Result<R>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<R>> {
+        match result {
+            Poll::Ready(r) => {
+                self.stalled = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.poll_stall(cx),
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.progressed(result, cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.progressed(result, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_flush(cx);
+        self.progressed(result, cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 fn unavailable(request_id: &RequestId, error: &dyn std::fmt::Display) -> Response {

@@ -91,6 +91,8 @@ pub async fn serve(
     let rejected_writer = tokio::spawn(rejected_writer.run(rejected_stop.clone()));
     let db = state.db.clone();
     let header_timeout = Duration::from_secs(state.config.server.header_read_timeout_secs);
+    // A client that reads nothing of its answer for the request deadline is dropped.
+    let write_deadline = Duration::from_secs(state.config.server.request_timeout_secs);
     let grace = state.settings.shutdown_grace;
     let app = routes::router(
         state.clone(),
@@ -118,7 +120,12 @@ pub async fn serve(
     let stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
         let _ = stop.wait_for(|stopping| *stopping).await;
     };
-    let server = accept_until(listener, app, header_timeout, stopped(stop.clone()));
+    let server = accept_until(
+        listener,
+        app,
+        (header_timeout, write_deadline),
+        stopped(stop.clone()),
+    );
     let grace_over = async {
         stopped(stop).await;
         tokio::time::sleep(grace).await;
@@ -159,7 +166,7 @@ pub async fn serve(
 async fn accept_until(
     listener: TcpListener,
     app: axum::Router,
-    header_timeout: Duration,
+    (header_timeout, write_deadline): (Duration, Duration),
     stop: impl Future<Output = ()>,
 ) {
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -184,6 +191,7 @@ async fn accept_until(
         let _ = stream.set_nodelay(true);
         // What `into_make_service_with_connect_info` would insert: the peer, for login throttling.
         let service = TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(remote)));
+        let stream = crate::export::WriteDeadline::new(stream, write_deadline);
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {

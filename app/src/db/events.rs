@@ -61,6 +61,9 @@ fn cursor_of(row: &EventRow) -> String {
 
 fn parse_cursor(cursor: &str) -> Result<(DateTime<Utc>, i64), QueryError> {
     let bad = || QueryError::BadFilter("cursor: not a cursor from a previous page".into());
+    if cursor.len() > super::filter::MAX_FILTER_BYTES {
+        return Err(bad());
+    }
     let (at, id) = cursor.rsplit_once('~').ok_or_else(bad)?;
     let at = DateTime::parse_from_rfc3339(at)
         .map_err(|_| bad())?
@@ -79,6 +82,35 @@ pub async fn list_events(
     filter: &EventFilter,
     cursor: Option<&str>,
 ) -> Result<EventPage, QueryError> {
+    let statement = page_statement(db, filter, cursor)?;
+    let rows = db.conn.query_all_raw(statement).await?;
+    page_of(&rows)
+}
+
+/// [`list_events`] as a payload search (a `match`): the statement is cancelled in the database
+/// when `deadline` passes (PostgreSQL's `statement_timeout` for it alone, SQLite's progress
+/// handler) or when the request is dropped, and the caller holds a [`SearchPermit`].
+///
+/// [`SearchPermit`]: super::contains::SearchPermit
+pub async fn search_events(
+    db: &Db,
+    filter: &EventFilter,
+    cursor: Option<&str>,
+    deadline: std::time::Duration,
+) -> Result<EventPage, super::contains::SearchError> {
+    let statement = page_statement(db, filter, cursor)?;
+    let rows = super::contains::query_within(db, statement, deadline).await?;
+    Ok(page_of(&rows)?)
+}
+
+/// The statement of one page of [`list_events`].
+fn page_statement(
+    db: &Db,
+    filter: &EventFilter,
+    cursor: Option<&str>,
+) -> Result<Statement, QueryError> {
+    // `q` leaves the filter below (each branch names it): its bound is checked here.
+    super::filter::check_lengths(filter)?;
     let cursor = cursor
         .filter(|c| !c.is_empty())
         .map(parse_cursor)
@@ -130,10 +162,11 @@ pub async fn list_events(
             )
         }
     };
-    let rows = db
-        .conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
-        .await?;
+    Ok(Statement::from_sql_and_values(db.backend(), sql, c.values))
+}
+
+/// A page from its rows (one more than a page: the next cursor).
+fn page_of(rows: &[QueryResult]) -> Result<EventPage, QueryError> {
     let mut rows = rows.iter().map(event_row).collect::<Result<Vec<_>, _>>()?;
     let next_cursor = if rows.len() > PAGE_SIZE {
         rows.truncate(PAGE_SIZE);
@@ -232,6 +265,10 @@ pub async fn deliveries_of(db: &Db, source: &str, event_id: &str) -> Result<Vec<
 /// the archive filtered by it.
 pub async fn search_target(db: &Db, q: &str) -> Result<String, DbErr> {
     let q = q.trim();
+    // No id is that long: the archive's list refuses it, naming `q`.
+    if q.len() > super::filter::MAX_FILTER_BYTES {
+        return Ok(format!("/events?q={}", urlencode(q)));
+    }
     let rows = db
         .conn
         .query_all_raw(Statement::from_sql_and_values(

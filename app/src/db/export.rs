@@ -1,18 +1,22 @@
 //! Export of the archive: the deliveries of an `/events` filter (newest first, at most
-//! [`EXPORT_CAP`]) read in batches of [`EXPORT_BATCH`] by keyset, each batch written out before
-//! the next is read, so an export holds one batch in memory whatever its size. Headers are never
-//! exported (they carry signatures); bodies are exported as text, exactly as received when UTF-8.
+//! [`EXPORT_CAP`]). The rows' places (id, time, body size) are read [`EXPORT_BATCH`] at a time by
+//! keyset, then their bodies in batches of at most [`EXPORT_BATCH_BYTES`] (one row when a body
+//! alone is larger), each batch written out before the next is read, so an export holds one
+//! bounded batch in memory whatever its rows' size. Headers are never exported (they carry
+//! signatures); bodies are exported as text, exactly as received when UTF-8.
 
 use super::Db;
 use super::filter::{QueryError, filter_conditions};
 use crate::model::EventFilter;
 use chrono::{DateTime, SecondsFormat, Utc};
-use sea_orm::{ConnectionTrait, FromQueryResult, Statement};
+use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult, Statement};
 
 /// The most rows one export holds (the newest of the filter).
 pub const EXPORT_CAP: usize = 100_000;
-/// Rows read per statement.
+/// Row places read per statement.
 pub const EXPORT_BATCH: usize = 1000;
+/// The most body bytes read per statement (a larger body is read alone).
+pub const EXPORT_BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 /// The export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,31 +78,94 @@ pub struct ExportRow {
 /// The position after a row, for the next batch.
 pub type After = (DateTime<Utc>, i64);
 
+/// Where a row of the export stands, and its body's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub received_at: DateTime<Utc>,
+    pub id: i64,
+    pub body_bytes: usize,
+}
+
+impl Place {
+    pub fn after(&self) -> After {
+        (self.received_at, self.id)
+    }
+}
+
 /// Checks a filter before an export starts: a bad one is a 400 naming it.
 pub fn check_filter(db: &Db, filter: &EventFilter) -> Result<(), QueryError> {
     filter_conditions(filter, db.backend()).map(|_| ())
 }
 
-/// The next batch of the filter's rows after `after` (newest first).
-pub async fn batch(
+/// The places of the filter's next `limit` rows after `after` (newest first): no body is read.
+pub async fn places(
     db: &Db,
     filter: &EventFilter,
     after: Option<After>,
     limit: usize,
-) -> Result<Vec<ExportRow>, QueryError> {
+) -> Result<Vec<Place>, QueryError> {
     let mut c = filter_conditions(filter, db.backend())?;
     if let Some((at, id)) = after {
         c.push_pair("(received_at, id) < (?, ?)", at, id);
     }
+    // Both read the size from the row's header (a TOAST pointer, a record's type code),
+    // not from the body.
+    let size = match db.backend() {
+        DatabaseBackend::Postgres => "octet_length(body)::bigint",
+        _ => "length(body)",
+    };
     let sql = format!(
-        "SELECT id, received_at, source, event_id, object_id, revision, event_type, status, outcome,
-                error_message, body
+        "SELECT id, received_at, {size} AS body_bytes
          FROM webhook_events {} ORDER BY received_at DESC, id DESC LIMIT {limit}",
         c.clause()
     );
     let rows = db
         .conn
         .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Place {
+                id: r.try_get("", "id")?,
+                received_at: r.try_get("", "received_at")?,
+                body_bytes: usize::try_from(r.try_get::<i64>("", "body_bytes")?).unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+/// How many of `places` (from the front) the next batch takes: as many as fit in
+/// [`EXPORT_BATCH_BYTES`] of bodies, at least one.
+pub fn batch_len(places: impl IntoIterator<Item = Place>) -> usize {
+    let mut bytes = 0usize;
+    let mut n = 0;
+    for place in places {
+        bytes = bytes.saturating_add(place.body_bytes);
+        if n > 0 && bytes > EXPORT_BATCH_BYTES {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
+
+/// The rows of `ids` with their bodies, newest first (a row deleted since its place was read is
+/// left out).
+pub async fn rows(db: &Db, ids: &[i64]) -> Result<Vec<ExportRow>, QueryError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders: Vec<String> = (1..=ids.len()).map(|n| format!("${n}")).collect();
+    let sql = format!(
+        "SELECT id, received_at, source, event_id, object_id, revision, event_type, status, outcome,
+                error_message, body
+         FROM webhook_events WHERE id IN ({}) ORDER BY received_at DESC, id DESC",
+        placeholders.join(", ")
+    );
+    let values = ids.iter().map(|&id| id.into()).collect::<Vec<_>>();
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, values))
         .await?;
     Ok(rows
         .iter()
@@ -170,6 +237,20 @@ fn csv_field(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_takes_what_fits_in_its_bytes_and_at_least_one_row() {
+        let place = |body_bytes| Place {
+            received_at: DateTime::<Utc>::MIN_UTC,
+            id: 1,
+            body_bytes,
+        };
+        let mb = 1024 * 1024;
+        assert_eq!(batch_len([place(mb); 10]), 4);
+        assert_eq!(batch_len([place(10 * mb), place(1)]), 1);
+        assert_eq!(batch_len([place(10); 1000]), 1000);
+        assert_eq!(batch_len([]), 0);
+    }
 
     #[test]
     fn a_csv_field_is_quoted_and_never_a_formula() {

@@ -127,11 +127,45 @@ pub(crate) fn filter_conditions(
     Ok(c)
 }
 
+/// The longest value of a free-text filter (`q`, `source`, `status`, `outcome`, `from`, `to`),
+/// in bytes: an id is at most 255 (`envelope::MAX_ID_BYTES`). `match` has its own bound
+/// ([`super::contains::MAX_MATCH_BYTES`]). A longer one is a 400 naming the field, refused
+/// before anything runs or is audited.
+pub const MAX_FILTER_BYTES: usize = 256;
+
+/// Refuses a filter whose free-text fields are longer than their bounds, naming the field.
+pub fn check_lengths(filter: &EventFilter) -> Result<(), QueryError> {
+    for (field, value) in [
+        ("status", &filter.status),
+        ("outcome", &filter.outcome),
+        ("source", &filter.source),
+        ("from", &filter.from),
+        ("to", &filter.to),
+        ("q", &filter.q),
+    ] {
+        if value.as_ref().is_some_and(|v| v.len() > MAX_FILTER_BYTES) {
+            return Err(QueryError::BadFilter(format!(
+                "{field}: longer than {MAX_FILTER_BYTES} bytes"
+            )));
+        }
+    }
+    if let Some(text) = &filter.r#match
+        && text.len() > super::contains::MAX_MATCH_BYTES
+    {
+        return Err(QueryError::BadFilter(format!(
+            "match: longer than {} bytes",
+            super::contains::MAX_MATCH_BYTES
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn add_filter_conditions(
     c: &mut Conditions,
     filter: &EventFilter,
     backend: DatabaseBackend,
 ) -> Result<(), QueryError> {
+    check_lengths(filter)?;
     let given = |v: &Option<String>| {
         v.as_deref()
             .map(str::trim)

@@ -22,11 +22,37 @@ pub async fn list_events(
     filter: EventFilter,
     cursor: Option<String>,
 ) -> Result<EventPage, DashboardError> {
+    use crate::db::contains::{self, SearchError};
     use crate::guard;
-    guard::require(Role::Viewer).await?;
-    crate::db::events::list_events(&guard::db()?, &filter, cursor.as_deref())
-        .await
-        .map_err(guard::query_failed)
+    let user = guard::require(Role::Viewer).await?;
+    let db = guard::db()?;
+    let searching = filter
+        .r#match
+        .as_deref()
+        .is_some_and(|m| !m.trim().is_empty());
+    if !searching {
+        return crate::db::events::list_events(&db, &filter, cursor.as_deref())
+            .await
+            .map_err(guard::query_failed);
+    }
+    // A payload search: bounded in time (cancelled in the database) and in number.
+    crate::db::filter::check_lengths(&filter).map_err(guard::query_failed)?;
+    let request_timeout = guard::config()?.server.request_timeout_secs;
+    let deadline = contains::search_deadline(std::time::Duration::from_secs(request_timeout));
+    let searched = match contains::begin_search(&user.name) {
+        Ok(_permit) => {
+            crate::db::events::search_events(&db, &filter, cursor.as_deref(), deadline).await
+        }
+        Err(busy) => Err(busy),
+    };
+    searched.map_err(|e| match e {
+        SearchError::Query(e) => guard::query_failed(e),
+        SearchError::Busy(why) => guard::fail(DashboardError::Throttled(why)),
+        timed_out @ SearchError::TimedOut(_) => {
+            tracing::warn!(user = %user.name, error = %timed_out, "payload search stopped");
+            guard::fail(DashboardError::TimedOut(timed_out.to_string()))
+        }
+    })
 }
 
 /// Dry-runs the replay of the failed deliveries matching the filter; with the typed
