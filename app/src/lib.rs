@@ -24,6 +24,8 @@ pub mod forward;
 #[cfg(feature = "ssr")]
 pub mod guard;
 #[cfg(feature = "ssr")]
+pub mod headers;
+#[cfg(feature = "ssr")]
 pub mod ingest;
 #[cfg(feature = "ssr")]
 pub mod json;

@@ -70,7 +70,7 @@ pub fn summary(config: &Config) -> String {
         lines.push(format!(
             "destination {}: {}, secret from {}, timeout {} s, {} retries ({} s … {} s){}",
             destination.name,
-            app::url::shown_url(&destination.url),
+            app::config::settings::redact_url(&destination.url),
             destination.secret_env,
             destination.timeout_secs,
             schedule.len(),

@@ -28,13 +28,13 @@ pub const RETRY_AFTER_SECS: u64 = 5;
 /// connection is closed.
 pub const DISCARD_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Header values never written to the archive: they may carry credentials.
-const REDACTED_HEADERS: &[&str] = &[
-    "authorization",
-    "cookie",
-    "proxy-authorization",
-    "set-cookie",
-];
+/// The archive's bounds on headers (`app::headers` classifies them): a kept (safe or signature)
+/// value is cut to [`ARCHIVED_VALUE_BYTES`]; a redacted header keeps its name cut to
+/// [`ARCHIVED_NAME_BYTES`] and its size, for at most [`ARCHIVED_REDACTED_KEPT`] names (the rest
+/// are counted under `…`).
+pub const ARCHIVED_VALUE_BYTES: usize = 4096;
+pub const ARCHIVED_NAME_BYTES: usize = 64;
+pub const ARCHIVED_REDACTED_KEPT: usize = 64;
 
 pub async fn receive(
     State(state): State<std::sync::Arc<AppState>>,
@@ -69,12 +69,12 @@ pub async fn receive(
                 state.rejected_log.record(NewRejected {
                     received_at: chrono::Utc::now(),
                     bucket: bucket.to_string(),
-                    source: rejected_log::cut(&source_name, rejected_log::SOURCE_CHARS),
+                    source: rejected_log::cut(&source_name, rejected_log::SOURCE_BYTES),
                     reason: rejection.reason(),
                     cause,
                     client_address: client,
                     request_id: Some(request_id.0.clone()),
-                    headers: rejected_log::logged_headers(&headers),
+                    headers: rejected_log::logged_headers(&headers, state.config.source(bucket)),
                     body_bytes: body.bytes.and_then(|n| i64::try_from(n).ok()),
                     body_sha256: body.sha256.map(hex::encode),
                 });
@@ -202,7 +202,7 @@ async fn ingest_request(
         return Ok(answer(StatusCode::OK, reply));
     }
 
-    let headers_json = archived_headers(headers);
+    let headers_json = archived_headers(headers, source);
     let received = Received {
         source: &source.name,
         headers_json: &headers_json,
@@ -386,41 +386,82 @@ fn answer(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-/// The request headers as a JSON object for the archive, credentials redacted. Repeated headers
-/// are joined with ", " as HTTP allows. Names in byte order, as a JSON object of them would
-/// print; written straight into the text, without a JSON value in between.
-fn archived_headers(headers: &HeaderMap) -> String {
-    let mut names: Vec<&str> = headers.keys().map(|name| name.as_str()).collect();
-    names.sort_unstable();
-    let mut out = Vec::with_capacity(48 * names.len() + 2);
+/// The request headers as a JSON object for the archive, names in byte order, as a JSON object
+/// of them would print; written straight into the text, without a JSON value in between.
+fn archived_headers(headers: &HeaderMap, source: &app::config::Source) -> String {
+    let entries = archived_entries(headers, source);
+    let mut out = Vec::with_capacity(48 * entries.len() + 2);
     out.push(b'{');
-    for (i, name) in names.into_iter().enumerate() {
+    for (i, (name, value)) in entries.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         json_string(&mut out, name);
         out.push(b':');
-        if REDACTED_HEADERS.contains(&name) {
-            json_string(&mut out, "[redacted]");
-            continue;
-        }
-        let mut values = headers.get_all(name).iter();
-        match (values.next(), values.next()) {
-            (Some(only), None) => json_string(&mut out, &String::from_utf8_lossy(only.as_bytes())),
-            _ => {
-                let joined = headers
-                    .get_all(name)
-                    .iter()
-                    .map(|v| String::from_utf8_lossy(v.as_bytes()))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                json_string(&mut out, &joined);
-            }
-        }
+        json_string(&mut out, value);
     }
     out.push(b'}');
     // Only JSON's own bytes and escaped strings were written.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// What the archive keeps of each header, in byte order of the names: safe and signature headers
+/// as received (repeated ones joined with ", " as HTTP allows), values cut to
+/// [`ARCHIVED_VALUE_BYTES`]; any other header `[redacted, N bytes]`, its name cut to
+/// [`ARCHIVED_NAME_BYTES`], at most [`ARCHIVED_REDACTED_KEPT`] of them.
+fn archived_entries(headers: &HeaderMap, source: &app::config::Source) -> Vec<(String, String)> {
+    use app::headers::{HeaderClass, classify, cut, redacted};
+    use std::collections::BTreeMap;
+    let mut kept: BTreeMap<String, String> = BTreeMap::new();
+    let mut hidden: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut more, mut more_bytes) = (0usize, 0usize);
+    for name in headers.keys() {
+        let values = headers.get_all(name);
+        match classify(name.as_str(), Some(source)) {
+            HeaderClass::Safe | HeaderClass::Signature => {
+                let mut values = values.iter();
+                let joined = match (values.next(), values.next()) {
+                    (Some(only), None) => String::from_utf8_lossy(only.as_bytes()).into_owned(),
+                    _ => headers
+                        .get_all(name)
+                        .iter()
+                        .map(|v| String::from_utf8_lossy(v.as_bytes()))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                };
+                let value = if joined.len() > ARCHIVED_VALUE_BYTES {
+                    cut(&joined, ARCHIVED_VALUE_BYTES)
+                } else {
+                    joined
+                };
+                kept.insert(name.as_str().to_string(), value);
+            }
+            HeaderClass::Secret => {
+                let bytes: usize = values.iter().map(|v| v.len()).sum();
+                // A cut name ends in `…`, which no header name holds: it meets only names cut
+                // alike, and their sizes add up.
+                let shown = cut(name.as_str(), ARCHIVED_NAME_BYTES);
+                if hidden.contains_key(&shown) || hidden.len() < ARCHIVED_REDACTED_KEPT {
+                    *hidden.entry(shown).or_default() += bytes;
+                } else {
+                    more += 1;
+                    more_bytes += name.as_str().len() + bytes;
+                }
+            }
+        }
+    }
+    kept.extend(
+        hidden
+            .into_iter()
+            .map(|(name, bytes)| (name, redacted(bytes))),
+    );
+    if more > 0 {
+        kept.insert(
+            "…".into(),
+            format!("{more} more headers ({more_bytes} bytes) not kept"),
+        );
+    }
+    kept.into_iter().collect()
 }
 
 /// `text` as a JSON string, quoted and escaped.
@@ -625,24 +666,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    /// What the archive kept before the headers were written straight into text: a JSON object
-    /// of them, keys in order.
-    fn as_json_value(headers: &HeaderMap) -> String {
-        let mut map = serde_json::Map::new();
-        for name in headers.keys() {
-            let value = if REDACTED_HEADERS.contains(&name.as_str()) {
-                "[redacted]".to_string()
-            } else {
-                headers
-                    .get_all(name)
-                    .iter()
-                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            map.insert(name.as_str().to_string(), Value::String(value));
-        }
+    /// The archive's entries as a JSON object of them: what the archive kept before the
+    /// headers were written straight into text.
+    fn as_json_value(headers: &HeaderMap, source: &app::config::Source) -> String {
+        let map: serde_json::Map<String, Value> = archived_entries(headers, source)
+            .into_iter()
+            .map(|(name, value)| (name, Value::String(value)))
+            .collect();
         Value::Object(map).to_string()
+    }
+
+    fn shop() -> app::config::Source {
+        let config = app::config::Config::parse(
+            "[[sources]]\nname = \"shop\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\n",
+            std::path::Path::new("t.toml"),
+            &|_| Some("s3cret".into()),
+        )
+        .unwrap();
+        config.source("shop").unwrap().clone()
     }
 
     /// What the answers were before they were serialised from a struct: JSON objects.
@@ -741,28 +782,75 @@ mod tests {
 
     #[test]
     fn archived_headers_are_the_json_object_of_the_headers_byte_for_byte() {
+        let source = shop();
         let mut headers = HeaderMap::new();
         headers.insert("x-z-last", HeaderValue::from_static("z"));
         headers.insert(
             header::AUTHORIZATION,
             HeaderValue::from_static("Bearer s3cret"),
         );
-        headers.append("x-repeated", HeaderValue::from_static("one"));
-        headers.append("x-repeated", HeaderValue::from_static("two"));
-        headers.insert("x-quote", HeaderValue::from_static(r#"say "hi" \ back"#));
-        headers.insert("x-bytes", HeaderValue::from_bytes(b"caf\xe9\tx").unwrap());
+        headers.append("x-forwarded-for", HeaderValue::from_static("192.0.2.1"));
+        headers.append("x-forwarded-for", HeaderValue::from_static("198.51.100.2"));
+        headers.insert(
+            header::USER_AGENT,
+            HeaderValue::from_static(r#"say "hi" \ back"#),
+        );
+        headers.insert("accept", HeaderValue::from_bytes(b"caf\xe9\tx").unwrap());
         headers.insert(header::COOKIE, HeaderValue::from_static("a=b"));
-        headers.insert("a-first", HeaderValue::from_static(""));
-        let written = archived_headers(&headers);
-        assert_eq!(written, as_json_value(&headers));
+        headers.insert("x-hookbox-signature", HeaderValue::from_static("t=1,v1=ab"));
+        headers.insert("content-type", HeaderValue::from_static(""));
+        let written = archived_headers(&headers, &source);
+        assert_eq!(written, as_json_value(&headers, &source));
         let parsed: Value = serde_json::from_str(&written).unwrap();
-        assert_eq!(parsed["authorization"], "[redacted]");
-        assert_eq!(parsed["cookie"], "[redacted]");
-        assert_eq!(parsed["x-repeated"], "one, two");
-        assert_eq!(parsed["x-quote"], r#"say "hi" \ back"#);
-        assert_eq!(parsed["x-bytes"], "caf\u{fffd}\tx");
-        assert!(written.starts_with(r#"{"a-first":"","authorization""#));
+        assert_eq!(parsed["authorization"], "[redacted, 13 bytes]");
+        assert_eq!(parsed["cookie"], "[redacted, 3 bytes]");
+        assert_eq!(parsed["x-z-last"], "[redacted, 1 bytes]");
+        assert_eq!(parsed["x-forwarded-for"], "192.0.2.1, 198.51.100.2");
+        assert_eq!(parsed["user-agent"], r#"say "hi" \ back"#);
+        assert_eq!(parsed["accept"], "caf\u{fffd}\tx");
+        assert_eq!(parsed["x-hookbox-signature"], "t=1,v1=ab");
+        assert!(written.starts_with(r#"{"accept":"caf"#), "{written}");
         assert!(!written.contains("s3cret"));
-        assert_eq!(archived_headers(&HeaderMap::new()), "{}");
+        assert_eq!(archived_headers(&HeaderMap::new(), &source), "{}");
+    }
+
+    #[test]
+    fn archived_headers_are_bounded_whatever_arrives() {
+        let source = shop();
+        let mut headers = HeaderMap::new();
+        for i in 0..100 {
+            // Names of 2 kB sharing their first 64 bytes, then short distinct ones.
+            let name = if i < 10 {
+                format!("{}{i}", "n".repeat(2000))
+            } else {
+                format!("x-h{i}")
+            };
+            headers.insert(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(&"v".repeat(5000)).unwrap(),
+            );
+        }
+        headers.insert(
+            header::USER_AGENT,
+            HeaderValue::from_str(&"u".repeat(100_000)).unwrap(),
+        );
+        let written = archived_headers(&headers, &source);
+        assert_eq!(written, as_json_value(&headers, &source));
+        let parsed: serde_json::Map<String, Value> = serde_json::from_str(&written).unwrap();
+        // 10 long names as one, 53 short ones, the user agent and the rest counted.
+        assert_eq!(parsed.len(), ARCHIVED_REDACTED_KEPT + 2, "{parsed:?}");
+        let long = format!("{}…", "n".repeat(ARCHIVED_NAME_BYTES - 3));
+        assert_eq!(parsed[&long], "[redacted, 50000 bytes]");
+        assert_eq!(parsed["…"], "27 more headers (135135 bytes) not kept");
+        assert_eq!(
+            parsed["user-agent"].as_str().unwrap().len(),
+            ARCHIVED_VALUE_BYTES
+        );
+        assert!(parsed.keys().all(|k| k.len() <= ARCHIVED_NAME_BYTES));
+        assert!(
+            written.len() < ARCHIVED_VALUE_BYTES + 64 * 100,
+            "{}",
+            written.len()
+        );
     }
 }

@@ -13,8 +13,14 @@
 //! - After each batch the sources it touched are cut to their newest `rows_per_source` rows, and
 //!   every [`AGE_CHECK`] rows older than `keep_days` are deleted (the daily purge does too).
 //!
-//! A row holds the headers with credentials and signatures redacted, the body's size and
-//! SHA-256, never the body.
+//! - Every row is bounded in bytes ([`ROW_BYTES`]), however large the request's head: the
+//!   requested source name is cut to [`SOURCE_BYTES`], the cause to [`CAUSE_BYTES`], and the
+//!   headers are a JSON object of at most [`HEADERS_BYTES`].
+//!
+//! A row holds the headers `app::headers` classifies as safe, values cut to
+//! [`HEADER_VALUE_BYTES`]; any other header (a signature, a credential, anything unknown) as
+//! `[redacted, N bytes]`, its name cut to [`HEADER_NAME_BYTES`]; at most [`HEADERS_KEPT`] of
+//! them. Never the body: its size and SHA-256.
 
 use app::db::Db;
 use app::db::rejected::{self, MAX_BATCH, NewRejected};
@@ -63,6 +69,7 @@ impl RejectedLog {
     /// Buffers `row` for the writer; drops and counts it when the buffer is full (or no writer
     /// runs).
     pub fn record(&self, row: NewRejected) {
+        let row = bounded(row);
         let sent = self
             .to_writer
             .as_ref()
@@ -190,135 +197,203 @@ fn log_connection(db: &Db) -> &DatabaseConnection {
     }
 }
 
-/// The most characters of the requested source name kept.
-pub const SOURCE_CHARS: usize = 200;
-/// The most headers kept, and characters of each value.
-pub const HEADERS_KEPT: usize = 64;
-pub const HEADER_VALUE_CHARS: usize = 512;
+/// The most bytes of the requested source name kept.
+pub const SOURCE_BYTES: usize = 200;
+/// The most bytes of a cause kept.
+pub const CAUSE_BYTES: usize = 512;
+/// The most headers kept (by name, redacted or not); the rest are counted under `…`.
+pub const HEADERS_KEPT: usize = 32;
+/// The most bytes of a header's name, and of a safe header's value, kept.
+pub const HEADER_NAME_BYTES: usize = 64;
+pub const HEADER_VALUE_BYTES: usize = 256;
+/// The most bytes of a row's headers, as the JSON text stored.
+pub const HEADERS_BYTES: usize = 8 * 1024;
+/// The most bytes of a row's source, cause and headers together (8,904). The other columns are
+/// bounded by what they hold: a configured source's name, a reason, an address, a request id of
+/// at most 64 bytes, a size and a digest.
+pub const ROW_BYTES: usize = SOURCE_BYTES + CAUSE_BYTES + HEADERS_BYTES;
 
-/// Header names whose values are credentials or signatures, or may be: never stored.
-const SECRET_NAME_PARTS: &[&str] = &[
-    "auth",
-    "cookie",
-    "signature",
-    "hmac",
-    "token",
-    "secret",
-    "key",
-    "password",
-    "session",
-];
+/// What the summary entry `…` takes at most (`"…":"N more headers (M bytes) not kept"`, with
+/// numbers of 20 digits).
+const SUMMARY_BYTES: usize = 96;
 
-/// Whether a header's value is kept out of the log.
-pub fn is_secret_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+/// `row` within [`ROW_BYTES`], whoever built it.
+fn bounded(mut row: NewRejected) -> NewRejected {
+    if row.source.len() > SOURCE_BYTES {
+        row.source = cut(&row.source, SOURCE_BYTES);
+    }
+    if row.cause.len() > CAUSE_BYTES {
+        row.cause = cut(&row.cause, CAUSE_BYTES);
+    }
+    if row.headers.len() > HEADERS_BYTES {
+        row.headers = serde_json::json!({"…": "the headers were over the log's bound"}).to_string();
+    }
+    row
 }
 
-/// The headers as the log keeps them: a JSON object, credentials and signatures replaced by
-/// their length, values cut to [`HEADER_VALUE_CHARS`], at most [`HEADERS_KEPT`] names.
-pub fn logged_headers(headers: &HeaderMap) -> String {
+/// The headers of a request refused for `source` (`None`: not configured) as the log keeps them:
+/// a JSON object of at most [`HEADERS_BYTES`], safe headers first (values cut to
+/// [`HEADER_VALUE_BYTES`]), every other one `[redacted, N bytes]`, names cut to
+/// [`HEADER_NAME_BYTES`], at most [`HEADERS_KEPT`] names and a count of the rest under `…`.
+pub fn logged_headers(headers: &HeaderMap, source: Option<&app::config::Source>) -> String {
+    use app::headers::{HeaderClass, classify, redacted};
+    use serde_json::Value;
+    let classified: Vec<(&str, bool)> = headers
+        .keys()
+        .map(|name| {
+            let safe = classify(name.as_str(), source) == HeaderClass::Safe;
+            (name.as_str(), safe)
+        })
+        .collect();
+    let safe_first = classified
+        .iter()
+        .filter(|(_, safe)| *safe)
+        .chain(classified.iter().filter(|(_, safe)| !*safe));
     let mut map = serde_json::Map::new();
-    for name in headers.keys().take(HEADERS_KEPT) {
+    // `{}` and, for the summary, room kept from the start.
+    let mut size = 2 + SUMMARY_BYTES;
+    let (mut more, mut more_bytes) = (0usize, 0usize);
+    for &(name, safe) in safe_first {
         let values = headers.get_all(name);
-        let value = if is_secret_header(name.as_str()) {
-            let bytes: usize = values.iter().map(|v| v.len()).sum();
-            format!("[redacted, {bytes} bytes]")
-        } else {
+        let bytes: usize = values.iter().map(|v| v.len()).sum();
+        let key = cut(name, HEADER_NAME_BYTES);
+        let value = if safe {
             let joined = values
                 .iter()
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .map(|v| String::from_utf8_lossy(v.as_bytes()))
                 .collect::<Vec<_>>()
                 .join(", ");
-            cut(&joined, HEADER_VALUE_CHARS)
+            cut(&joined, HEADER_VALUE_BYTES)
+        } else {
+            redacted(bytes)
         };
-        map.insert(name.as_str().to_string(), serde_json::Value::String(value));
+        // Its bytes in the JSON text: both strings quoted and escaped, a colon and a comma.
+        let entry = json_len(&key) + json_len(&value) + 2;
+        if map.len() >= HEADERS_KEPT || map.contains_key(&key) || size + entry > HEADERS_BYTES {
+            more += 1;
+            more_bytes += name.len() + bytes;
+            continue;
+        }
+        size += entry;
+        map.insert(key, Value::String(value));
     }
-    if headers.keys_len() > HEADERS_KEPT {
+    if more > 0 {
         map.insert(
             "…".into(),
-            serde_json::Value::String(format!(
-                "{} more headers not kept",
-                headers.keys_len() - HEADERS_KEPT
-            )),
+            Value::String(format!("{more} more headers ({more_bytes} bytes) not kept")),
         );
     }
-    serde_json::Value::Object(map).to_string()
+    Value::Object(map).to_string()
 }
 
-/// At most `chars` characters of `text`, control characters (NUL among them, which PostgreSQL's
-/// text refuses) replaced, and an ellipsis where it was cut.
-pub fn cut(text: &str, chars: usize) -> String {
-    let mut out: String = text
-        .chars()
-        .take(chars)
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect();
-    if text.chars().nth(chars).is_some() {
-        out.push('…');
-    }
-    out
+/// The length of `text` as a JSON string.
+fn json_len(text: &str) -> usize {
+    serde_json::to_string(text).map_or(text.len() * 6 + 2, |s| s.len())
+}
+
+/// At most `max_bytes` bytes of `text`, control characters (NUL among them, which PostgreSQL's
+/// text refuses) replaced, and an ellipsis where it was cut (`app::headers::cut`).
+pub fn cut(text: &str, max_bytes: usize) -> String {
+    app::headers::cut(text, max_bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn credentials_and_signatures_are_redacted_with_their_length_only() {
+    fn header_map(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        for (name, value) in [
+        for (name, value) in pairs {
+            headers.append(
+                http::HeaderName::from_bytes(name.as_bytes()).expect("name"),
+                http::HeaderValue::from_str(value).expect("value"),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn only_safe_headers_are_kept_and_the_rest_redacted_with_their_length_only() {
+        let headers = header_map(&[
             ("authorization", "Bearer hunter2"),
             ("stripe-signature", "t=1,v1=abcdef"),
             ("x-hub-signature-256", "sha256=00"),
             ("x-shopify-hmac-sha256", "c2VjcmV0"),
             ("x-api-key", "k-123"),
+            ("x-gitlab-token", "glt-1"),
+            ("x-pwd", "pw"),
+            ("verif-hash", "vh"),
+            ("x-jwt", "e30.e30.x"),
             ("cookie", "s=1"),
             ("user-agent", "Stripe/1.0"),
             ("webhook-timestamp", "1700000000"),
-        ] {
-            headers.insert(
-                http::HeaderName::from_static(name),
-                http::HeaderValue::from_static(value),
-            );
-        }
+        ]);
         let logged: serde_json::Value =
-            serde_json::from_str(&logged_headers(&headers)).expect("json");
+            serde_json::from_str(&logged_headers(&headers, None)).expect("json");
         assert_eq!(logged["authorization"], "[redacted, 14 bytes]");
         assert_eq!(logged["stripe-signature"], "[redacted, 13 bytes]");
         assert_eq!(logged["x-hub-signature-256"], "[redacted, 9 bytes]");
         assert_eq!(logged["x-shopify-hmac-sha256"], "[redacted, 8 bytes]");
         assert_eq!(logged["x-api-key"], "[redacted, 5 bytes]");
+        assert_eq!(logged["x-gitlab-token"], "[redacted, 5 bytes]");
+        assert_eq!(logged["x-pwd"], "[redacted, 2 bytes]");
+        assert_eq!(logged["verif-hash"], "[redacted, 2 bytes]");
+        assert_eq!(logged["x-jwt"], "[redacted, 9 bytes]");
         assert_eq!(logged["cookie"], "[redacted, 3 bytes]");
         assert_eq!(logged["user-agent"], "Stripe/1.0");
         assert_eq!(logged["webhook-timestamp"], "1700000000");
     }
 
     #[test]
-    fn long_values_and_many_headers_are_bounded() {
-        let mut headers = HeaderMap::new();
-        for i in 0..100 {
-            let name = http::HeaderName::from_bytes(format!("x-h{i}").as_bytes()).expect("name");
-            headers.insert(
-                name,
-                http::HeaderValue::from_str(&"v".repeat(5000)).expect("v"),
-            );
-        }
-        let logged: serde_json::Value =
-            serde_json::from_str(&logged_headers(&headers)).expect("json");
+    fn names_values_and_their_count_are_bounded_in_bytes() {
+        let mut pairs: Vec<(String, String)> = (0..90)
+            .map(|i| (format!("x-h{i}-{}", "n".repeat(3000)), "v".repeat(3000)))
+            .collect();
+        pairs.push(("user-agent".into(), "\"".repeat(5000)));
+        pairs.push(("accept".into(), "é".repeat(5000)));
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let text = logged_headers(&header_map(&pairs), None);
+        assert!(text.len() <= HEADERS_BYTES, "{}", text.len());
+        let logged: serde_json::Value = serde_json::from_str(&text).expect("json");
         let map = logged.as_object().expect("object");
         assert_eq!(map.len(), HEADERS_KEPT + 1);
-        assert_eq!(map["…"], "36 more headers not kept");
+        // The safe ones first, whatever came before them.
         assert_eq!(
-            map["x-h0"].as_str().expect("text").chars().count(),
-            HEADER_VALUE_CHARS + 1
+            map["user-agent"].as_str().expect("text").len(),
+            HEADER_VALUE_BYTES
         );
+        assert!(map["accept"].as_str().expect("text").len() <= HEADER_VALUE_BYTES);
+        assert!(map.keys().all(|k| k.len() <= HEADER_NAME_BYTES), "{map:?}");
+        assert_eq!(map["…"], "60 more headers (360360 bytes) not kept");
+    }
+
+    #[test]
+    fn a_row_is_bounded_whoever_built_it() {
+        let row = bounded(NewRejected {
+            received_at: chrono::Utc::now(),
+            bucket: "(unknown)".into(),
+            source: "s".repeat(10_000),
+            reason: "unknown_source",
+            cause: "c".repeat(10_000),
+            client_address: "192.0.2.1".into(),
+            request_id: None,
+            headers: format!("{{\"x\":\"{}\"}}", "v".repeat(10_000)),
+            body_bytes: None,
+            body_sha256: None,
+        });
+        assert!(row.source.len() <= SOURCE_BYTES);
+        assert!(row.cause.len() <= CAUSE_BYTES);
+        assert!(row.headers.len() <= HEADERS_BYTES);
+        assert!(row.source.len() + row.cause.len() + row.headers.len() <= ROW_BYTES);
     }
 
     #[test]
     fn cut_replaces_control_characters_and_marks_the_cut() {
         assert_eq!(cut("a\0b\nc", 10), "a\u{fffd}b\u{fffd}c");
-        assert_eq!(cut("abcdef", 3), "abc…");
+        assert_eq!(cut("abcdef", 5), "ab…");
         assert_eq!(cut("abc", 3), "abc");
     }
 }

@@ -204,15 +204,17 @@ pub(super) fn read_forward(keys: &mut Keys<'_>, destinations: &[&str]) -> Vec<St
     forward
 }
 
-/// An absolute `http://` or `https://` URL with a host.
+/// An absolute `http://` or `https://` URL with a host, as the `url` crate (and the forwarder's
+/// HTTP client) reads it, and unambiguous: a password holding `/`, `?`, `#` or `@` must be
+/// percent-encoded. A problem shows the URL as `redact_url` does, never its credentials.
 fn check_url(url: &str) -> Result<(), String> {
-    let uri: http::Uri = url.parse().map_err(|_| format!("{url:?} is not a URL"))?;
-    match uri.scheme_str() {
-        Some("http") | Some("https") => {}
-        _ => return Err(format!("{url:?} must start with http:// or https://")),
+    let parsed = super::settings::parse_url(url)?;
+    let shown = super::settings::redact_url(url);
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("{shown:?} must start with http:// or https://"));
     }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err(format!("{url:?} has no host"));
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{shown:?} has no host"));
     }
     Ok(())
 }

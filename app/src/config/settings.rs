@@ -108,10 +108,12 @@ impl Settings {
         let mut settings = Settings::default();
 
         if let Some(url) = get("DATABASE_URL") {
-            if url.starts_with("postgres://")
-                || url.starts_with("postgresql://")
-                || url.starts_with("sqlite:")
-            {
+            if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                match parse_url(&url) {
+                    Ok(_) => settings.database_url = url,
+                    Err(why) => problems.push(format!("DATABASE_URL {why}")),
+                }
+            } else if url.starts_with("sqlite:") {
                 settings.database_url = url;
             } else {
                 problems.push(format!(
@@ -225,18 +227,89 @@ impl Settings {
     }
 }
 
-/// A database URL without its password.
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
-                None => url.to_string(),
-            }
+/// Query parameters whose values are never shown: those whose name holds one of these
+/// (`password`, `sslpassword`, `pass`, `pwd`, `api_key`, `access_token`, `secret`, `sig`…).
+const SECRET_PARAM_PARTS: &[&str] = &[
+    "pass", "pwd", "secret", "token", "key", "auth", "sig", "cred", "session", "jwt", "code",
+];
+
+fn secret_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_PARAM_PARTS.iter().any(|part| name.contains(part))
+}
+
+/// The one way hookbox shows a URL (check-config, logs, `/destinations`): never its user name
+/// or password (`***@` where it had some), nor its fragment, and `***` for the value of every
+/// password-like query parameter. A text that is no URL shows as its scheme and `…` only.
+///
+/// `postgres://hookbox:s3cret@db/hookbox?sslmode=require&password=x` →
+/// `postgres://***@db/hookbox?sslmode=require&password=***`.
+pub fn redact_url(text: &str) -> String {
+    let Ok(mut url) = url::Url::parse(text) else {
+        let scheme = text
+            .split_once(':')
+            .map(|(scheme, _)| scheme)
+            .filter(|s| {
+                !s.is_empty()
+                    && s.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+            })
+            .unwrap_or("?");
+        return format!("{scheme}:… (not a valid URL, not shown)");
+    };
+    let had_credentials = !url.username().is_empty() || url.password().is_some();
+    // Neither fails on a URL that has credentials (one with a host).
+    let _ = url.set_password(None);
+    let _ = url.set_username("");
+    url.set_fragment(None);
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(name, value)| {
+                let value = if secret_param(&name) {
+                    "***".to_string()
+                } else {
+                    value.into_owned()
+                };
+                (name.into_owned(), value)
+            })
+            .collect();
+        if pairs.is_empty() {
+            url.set_query(None);
+        } else {
+            url.query_pairs_mut().clear().extend_pairs(pairs);
         }
-        _ => url.to_string(),
     }
+    let shown = url.to_string();
+    let prefix = format!("{}://", url.scheme());
+    match shown.strip_prefix(&prefix) {
+        Some(rest) if had_credentials => format!("{prefix}***@{rest}"),
+        _ => shown,
+    }
+}
+
+/// Parses a URL of the configuration (a destination's, `DATABASE_URL`) with the `url` crate,
+/// refusing what another reader could take for a different URL: an `@` after the host (from
+/// a password holding `/`, `?` or `#`, which end the host). The reason never holds the URL.
+pub fn parse_url(text: &str) -> Result<url::Url, String> {
+    const ENCODE: &str =
+        "percent-encode '/', '?', '#' and '@' in a user name or password (%2F, %3F, %23, %40)";
+    let url = url::Url::parse(text).map_err(|e| format!("is not a valid URL ({e}): {ENCODE}"))?;
+    if let Some((_, rest)) = text.split_once("://") {
+        let special = matches!(
+            url.scheme(),
+            "http" | "https" | "ws" | "wss" | "ftp" | "file"
+        );
+        let end = rest
+            .find(|c| matches!(c, '/' | '?' | '#') || (special && c == '\\'))
+            .unwrap_or(rest.len());
+        if rest[end..].contains('@') {
+            return Err(format!(
+                "has an '@' after its host, so its host is ambiguous: {ENCODE}, and an '@' in the path or query as %40"
+            ));
+        }
+    }
+    Ok(url)
 }
 
 #[cfg(test)]
@@ -300,7 +373,7 @@ mod tests {
         assert!(!described.contains("s3cret"), "{described}");
         assert!(!described.contains("first-password"), "{described}");
         assert!(
-            described.contains("postgres://hookbox:***@db/hookbox"),
+            described.contains("DATABASE_URL: postgres://***@db/hookbox\n"),
             "{described}"
         );
         assert!(
@@ -308,5 +381,70 @@ mod tests {
             "{described}"
         );
         assert!(!format!("{settings:?}").contains("first-password"));
+    }
+
+    #[test]
+    fn a_shown_url_never_holds_credentials_or_password_parameters() {
+        for (url, shown) in [
+            (
+                "postgres://hookbox:s3cret@db:5432/hookbox?sslmode=require&password=s3cret&sslpassword=s3cret",
+                "postgres://***@db:5432/hookbox?sslmode=require&password=***&sslpassword=***",
+            ),
+            (
+                "postgres://db/hookbox?user=hookbox&password=s3cret",
+                "postgres://db/hookbox?user=hookbox&password=***",
+            ),
+            (
+                "postgres://nobody@127.0.0.1:1/none",
+                "postgres://***@127.0.0.1:1/none",
+            ),
+            (
+                "https://user:p%2Fs%3Fs%23s3cret@app.example:8443/in?api_key=s3cret&tenant=acme#s3cret",
+                "https://***@app.example:8443/in?api_key=***&tenant=acme",
+            ),
+            (
+                "https://user:pa@ss@s3cret.example/in",
+                "https://***@s3cret.example/in",
+            ),
+            (
+                "http://127.0.0.1:9000/hookbox",
+                "http://127.0.0.1:9000/hookbox",
+            ),
+            (
+                "sqlite://hookbox.db?mode=rwc",
+                "sqlite://hookbox.db?mode=rwc",
+            ),
+            // Not URLs: nothing but the scheme.
+            (
+                "https://user:pa/s3cret@app.example/in",
+                "https:… (not a valid URL, not shown)",
+            ),
+            (
+                "postgres://u:s3#cret@db/x",
+                "postgres:… (not a valid URL, not shown)",
+            ),
+            ("s3cret", "?:… (not a valid URL, not shown)"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn an_ambiguous_or_unparsable_database_url_is_refused_without_being_shown() {
+        for url in [
+            "postgres://hookbox:pa/s3cret@db/hookbox",
+            "postgres://hookbox:pa?s3cret@db/hookbox",
+            "postgres://hookbox:pa#s3cret@db/hookbox",
+            "postgres://hookbox:123/s3cret@db/hookbox",
+        ] {
+            let SettingsErrors(problems) = read(&[("DATABASE_URL", url)]).expect_err("refused");
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(problems[0].starts_with("DATABASE_URL "), "{problems:?}");
+            assert!(problems[0].contains("%2F"), "{problems:?}");
+            assert!(!problems[0].contains("s3cret"), "{problems:?}");
+        }
+        let settings = read(&[("DATABASE_URL", "postgres://hookbox:pa%2Fs%40x@db/hookbox")])
+            .expect("an encoded password is fine");
+        assert!(!settings.describe().join("\n").contains("pa%2F"));
     }
 }

@@ -429,3 +429,44 @@ forward = ["bad-app", "nowhere", "nowhere"]
         "a secret is never shown: {shown:#?}"
     );
 }
+
+#[test]
+fn a_destination_url_is_parsed_as_the_url_crate_reads_it_and_an_ambiguous_one_refused() {
+    let config_with = |url: &str| {
+        format!(
+            "[[destinations]]\nname = \"app\"\nurl = \"{url}\"\nsecret_env = \"D\"\n\n[[sources]]\nname = \"shop\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\n"
+        )
+    };
+    let vars = [("S", "s3cret"), ("D", DESTINATION_SECRET)];
+    for url in [
+        "https://user:pw/s3cret@app.example/in",
+        "https://user:pw#s3cret@app.example/in",
+        "https://user:pw?s3cret@app.example/in",
+        "https://user:1234/s3cret@app.example/in",
+        "https://app.example/in?mail=s3cret@example.com",
+        "ftp://user:s3cret@app.example/in",
+        "https://user:s3cret@/in",
+    ] {
+        let e = problem(&config_with(url), &vars);
+        assert_eq!(
+            where_(&e),
+            (None, Some("destinations.app.url")),
+            "{url}: {e}"
+        );
+        assert!(!e.to_string().contains("s3cret"), "{url}: {e}");
+    }
+    let e = problem(&config_with("https://user:pw/s3cret@app.example/in"), &vars);
+    assert!(e.to_string().contains("percent-encode"), "{e}");
+    // Encoded, the same passwords are fine; the URL is kept as written, for the forwarder.
+    for url in [
+        "https://user:pw%2Fs3cret@app.example/in",
+        "https://user:pw%23s%3F3cret@app.example/in",
+        "https://user:pw@s3cret@app.example/in",
+        "https://app.example/in?mail=s3cret%40example.com",
+    ] {
+        let config = parse(&config_with(url), &vars).unwrap_or_else(|e| panic!("{url}: {e:?}"));
+        assert_eq!(config.destinations[0].url, url);
+        let shown = settings::redact_url(url);
+        assert!(!shown.contains("user") && !shown.contains("pw"), "{shown}");
+    }
+}

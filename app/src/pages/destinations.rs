@@ -11,14 +11,14 @@ use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-/// The configured destinations as the pages show them: `(name, url)` with credentials and the
-/// query (which may carry a token) left out.
+/// The configured destinations as the pages show them: `(name, url)`, the URL as
+/// `redact_url` shows it (no user name or password, password-like query values replaced).
 #[cfg(feature = "ssr")]
 pub(crate) fn configured() -> Result<Vec<(String, String)>, DashboardError> {
     Ok(crate::guard::config()?
         .destinations
         .iter()
-        .map(|d| (d.name.clone(), crate::url::shown_url(&d.url)))
+        .map(|d| (d.name.clone(), crate::config::settings::redact_url(&d.url)))
         .collect())
 }
 

@@ -8,34 +8,6 @@ use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-/// Request headers that carry a sender's signature. Viewers see them as `[redacted]` (with the
-/// body, a valid signature lets whoever holds it resend the delivery as the sender, within the
-/// timestamp tolerance where there is one); operators, who replay deliveries, see them as
-/// received. Authorization and Cookie are redacted when archived.
-pub const SIGNATURE_HEADERS: &[&str] = &[
-    "x-hub-signature-256",
-    "x-hub-signature",
-    "x-shopify-hmac-sha256",
-    "webhook-signature",
-    "svix-signature",
-    "stripe-signature",
-    "paddle-signature",
-    "x-slack-signature",
-    "x-hookbox-signature",
-];
-
-/// What a header's value is shown as to a user with `role`.
-pub fn shown_header_value(role: crate::model::Role, name: &str, value: String) -> String {
-    let signature = SIGNATURE_HEADERS
-        .iter()
-        .any(|h| h.eq_ignore_ascii_case(name.trim()));
-    if signature && role < crate::model::Role::Operator {
-        "[redacted]".to_string()
-    } else {
-        value
-    }
-}
-
 /// Headers a resend leaves to curl (or must not repeat).
 #[cfg(feature = "ssr")]
 const NOT_RESENT: &[&str] = &[
@@ -57,7 +29,8 @@ fn shell_quote(text: &str) -> String {
 }
 
 /// A command that posts `body` with `headers` to `/hooks/{source}` of the hookbox at `base`:
-/// the body exact (through base64 when it is not text), redacted headers left out.
+/// the body exact (through base64 when it is not text), redacted headers left out (and any
+/// header `app::headers` does not let the user resend: pass only what they may see).
 #[cfg(feature = "ssr")]
 pub fn curl_command(base: &str, source: &str, headers: &[(String, String)], body: &[u8]) -> String {
     let url = format!("{base}/hooks/{}", crate::url::urlencode(source));
@@ -73,7 +46,8 @@ pub fn curl_command(base: &str, source: &str, headers: &[(String, String)], body
     };
     command.push_str(&format!("curl -sS -X POST {}", shell_quote(&url)));
     for (name, value) in headers {
-        let skip = NOT_RESENT.iter().any(|h| h.eq_ignore_ascii_case(name)) || value == "[redacted]";
+        let skip = NOT_RESENT.iter().any(|h| h.eq_ignore_ascii_case(name))
+            || crate::headers::is_redacted(value);
         if !skip {
             command.push_str(&format!(" -H {}", shell_quote(&format!("{name}: {value}"))));
         }
@@ -107,21 +81,24 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
     let user = guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
     let stored = guard::stored_delivery(&db, id).await?;
-    let headers = match serde_json::from_str::<serde_json::Value>(&stored.headers_json) {
-        Ok(serde_json::Value::Object(map)) => map
-            .into_iter()
-            .map(|(k, v)| {
-                let value = v
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| v.to_string());
-                let value = shown_header_value(user.role, &k, value);
-                (k, value)
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let curl = curl_command(&base_url(), &stored.row.source, &headers, &stored.body);
+    // Classified now, whatever the archive kept: a row written before the classification may
+    // hold a credential.
+    let config = guard::config()?;
+    let shown = crate::headers::shown_headers(
+        &stored.headers_json,
+        config.source(&stored.row.source),
+        user.role,
+    );
+    let resent: Vec<(String, String)> = shown
+        .iter()
+        .filter(|(_, _, resend)| *resend)
+        .map(|(name, value, _)| (name.clone(), value.clone()))
+        .collect();
+    let headers: Vec<(String, String)> = shown
+        .into_iter()
+        .map(|(name, value, _)| (name, value))
+        .collect();
+    let curl = curl_command(&base_url(), &stored.row.source, &resent, &stored.body);
     let text = String::from_utf8_lossy(&stored.body).into_owned();
     let body_is_json = crate::json::parse(&text).is_ok();
     let searchable = if body_is_json {

@@ -69,6 +69,27 @@ impl Scheme {
         }
     }
 
+    /// Every scheme, for whatever must cover them all (the header classification).
+    pub fn all() -> impl Iterator<Item = Scheme> {
+        ALL_SCHEMES.into_iter()
+    }
+
+    /// The headers this scheme reads a signature from (lower case): what `app::headers`
+    /// classifies as a signature, kept for operators and redacted for viewers. The ids and
+    /// timestamps it reads besides are harmless (`app::headers::PROVIDER_HEADERS`).
+    pub fn signature_headers(&self) -> &'static [&'static str] {
+        match self {
+            Scheme::StandardWebhooks => &["webhook-signature", "svix-signature"],
+            Scheme::Stripe => &["stripe-signature"],
+            Scheme::Github => &["x-hub-signature-256"],
+            Scheme::Paddle => &["paddle-signature"],
+            Scheme::Shopify => &["x-shopify-hmac-sha256"],
+            Scheme::Slack => &["x-slack-signature"],
+            Scheme::HmacSha256 => &["x-hookbox-signature"],
+            Scheme::None => &[],
+        }
+    }
+
     /// Whether the signature covers a timestamp, i.e. whether `tolerance_secs` means anything.
     pub fn has_timestamp(&self) -> bool {
         match self {

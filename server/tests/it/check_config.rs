@@ -76,7 +76,7 @@ source shop: preset shopify, scheme shopify, dedup, secrets from SHOPIFY_SECRET
   event_id [\"header:x-shopify-event-id\", \"header:x-shopify-webhook-id\"], object_id -, event_type header:x-shopify-topic
 source orders: scheme hmac-sha256, snapshot, secrets from ORDERS_SECRET, tolerance 300 s
   event_id /event_id, object_id /object_id, revision /revision, snapshot /snapshot, event_type /type
-DATABASE_URL: postgres://nobody@127.0.0.1:1/none
+DATABASE_URL: postgres://***@127.0.0.1:1/none
 LEPTOS_SITE_ADDR: 127.0.0.1:3000
 LEPTOS_SITE_ROOT: target/site
 HOOKBOX_DB_POOL_SIZE: default, HOOKBOX_DASHBOARD_POOL_SIZE: default
@@ -241,4 +241,102 @@ fn deployment_settings_are_reported_and_every_bad_value_is_named() {
     let stderr = text(&serve.stderr);
     assert!(stderr.contains("\"lb.internal\""), "{stderr}");
     assert!(!stderr.contains("connect to the database"), "{stderr}");
+}
+
+#[test]
+fn a_url_s_credentials_and_password_parameters_are_never_printed() {
+    const PASSWORD: &str = "pw-s3cret";
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = dir.path().join("hookbox.toml");
+    let destination = |name: &str, url: &str| {
+        format!(
+            "[[destinations]]\nname = \"{name}\"\nurl = \"{url}\"\nsecret_env = \"DEST_SECRET\"\n\n"
+        )
+    };
+    let sources = "[[sources]]\nname = \"orders\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"ORDERS_SECRET\"]\n";
+    let vars = [
+        ("ORDERS_SECRET", ORDERS_SECRET),
+        ("DEST_SECRET", "whsec_ZGVzdGluYXRpb24ta2V5"),
+    ];
+
+    // A password holding '/', '#' or '?' as typed: each refused, naming the destination.
+    let ambiguous = [
+        ("slash", format!("https://app:{PASSWORD}/x@app.example/in")),
+        ("hash", format!("https://app:{PASSWORD}#x@app.example/in")),
+        ("query", format!("https://app:{PASSWORD}?x@app.example/in")),
+        (
+            "port-like",
+            "https://app:8443/pw-s3cret@app.example/in".to_string(),
+        ),
+    ];
+    let text_of: String = ambiguous
+        .iter()
+        .map(|(name, url)| destination(name, url))
+        .collect::<String>()
+        + sources;
+    std::fs::write(&file, text_of).expect("write the config");
+    let refused = check_config(dir.path(), Some(&file), &vars);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = text(&refused.stderr);
+    for (name, _) in &ambiguous {
+        assert!(
+            stderr.contains(&format!("destinations.{name}.url: ")),
+            "{name}: {stderr}"
+        );
+    }
+    assert!(stderr.contains("%2F"), "{stderr}");
+    assert!(stderr.contains("has 4 problems"), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+    assert!(!text(&refused.stdout).contains("s3cret"));
+
+    // Percent-encoded, they are what they say, and the summary shows no credentials, no
+    // password parameter (of a destination or of DATABASE_URL), no fragment.
+    let encoded = destination(
+        "encoded",
+        "https://app:pw%2Fs3cret%23%3F@app.example:8443/in?tenant=acme&token=tok-s3cret#frag-s3cret",
+    ) + sources;
+    std::fs::write(&file, encoded).expect("write the config");
+    let database_url =
+        "postgres://hookbox:db-s3cret@db.example/hookbox?sslmode=require&password=qp-s3cret";
+    let valid = check_config(
+        dir.path(),
+        Some(&file),
+        &[vars.as_slice(), &[("DATABASE_URL", database_url)]].concat(),
+    );
+    assert!(valid.status.success(), "{}", text(&valid.stderr));
+    let stdout = text(&valid.stdout);
+    assert!(
+        stdout.contains(
+            "destination encoded: https://***@app.example:8443/in?tenant=acme&token=***, secret from DEST_SECRET"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "DATABASE_URL: postgres://***@db.example/hookbox?sslmode=require&password=***\n"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+    assert!(!stdout.contains("app:"), "{stdout}");
+    assert!(!stdout.contains("hookbox:"), "{stdout}");
+
+    // A DATABASE_URL whose password holds a '/' is refused, and not shown either.
+    let bad_database = check_config(
+        dir.path(),
+        Some(&file),
+        &[
+            vars.as_slice(),
+            &[(
+                "DATABASE_URL",
+                "postgres://hookbox:db/s3cret@db.example/hookbox",
+            )],
+        ]
+        .concat(),
+    );
+    assert_eq!(bad_database.status.code(), Some(1));
+    let stderr = text(&bad_database.stderr);
+    assert!(stderr.contains("DATABASE_URL "), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+    assert!(!text(&bad_database.stdout).contains("s3cret"));
 }

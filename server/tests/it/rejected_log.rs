@@ -264,7 +264,8 @@ async fn the_log_keeps_the_newest_rows_of_each_source_and_of_all_unknown_names_t
 ) {
     let app = spawn_app_with(backend, small_log_config()).await;
     for i in 0..30 {
-        let n = ("x-n".to_string(), i.to_string());
+        // A header the log keeps (an unknown one is redacted).
+        let n = ("user-agent".to_string(), i.to_string());
         assert_eq!(
             app.post("shop", std::slice::from_ref(&n), b"{}".to_vec())
                 .await
@@ -282,7 +283,7 @@ async fn the_log_keeps_the_newest_rows_of_each_source_and_of_all_unknown_names_t
     let newest_of = |rows: &[Row], bucket: &str| -> Vec<i64> {
         rows.iter()
             .filter(|r| r.bucket == bucket)
-            .map(|r| r.headers["x-n"].as_str().unwrap().parse().unwrap())
+            .map(|r| r.headers["user-agent"].as_str().unwrap().parse().unwrap())
             .collect()
     };
     let rows = rows_until(&app.db, |rows| {
@@ -444,4 +445,138 @@ async fn a_flood_of_ten_thousand_junk_requests_stays_within_the_bound_and_loses_
         .unwrap_or(0);
         assert!(n > 0 && n <= 1000, "{bucket}: {n} rows");
     }
+}
+
+/// A viewer's session cookie, signed in through the login server function.
+async fn viewer_cookie(app: &TestApp) -> String {
+    app::auth::add_user(
+        &app.db,
+        "vera",
+        "a long enough password",
+        app::model::Role::Viewer,
+    )
+    .await
+    .unwrap();
+    let response = app
+        .client
+        .post(app.url("/api/login"))
+        .header("Accept", "application/json")
+        .form(&[
+            ("name", "vera"),
+            ("password", "a long enough password"),
+            ("next", "/rejected"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("hookbox_session="))
+        .map(|v| v.split(';').next().unwrap().to_string())
+        .expect("a session cookie")
+}
+
+/// The bytes of a row's source, cause and headers columns, as stored.
+async fn stored_row_bytes(db: &app::db::Db) -> Vec<i64> {
+    let sql = match db.backend() {
+        sea_orm::DatabaseBackend::Postgres => {
+            "SELECT CAST(octet_length(source) + octet_length(cause) + octet_length(headers) AS bigint)
+             FROM rejected_requests ORDER BY id"
+        }
+        _ => {
+            "SELECT length(CAST(source AS BLOB)) + length(CAST(cause AS BLOB))
+                    + length(CAST(headers AS BLOB))
+             FROM rejected_requests ORDER BY id"
+        }
+    };
+    db.conn
+        .query_all_raw(sea_orm::Statement::from_string(db.backend(), sql))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.try_get_by_index::<i64>(0).unwrap())
+        .collect()
+}
+
+/// Everything a sender controls in a request head, as large as the server takes it.
+fn huge_heads(i: usize) -> Vec<(String, String)> {
+    let quote = "\"<&'".repeat(60_000);
+    match i % 4 {
+        // A header name of 60 kB (near the most a name may be), with a value of 100 kB.
+        0 => vec![(format!("x-{i}-{}", "n".repeat(60_000)), "v".repeat(100_000))],
+        // A safe header's value of 240 kB, of characters HTML and JSON both escape.
+        1 => vec![("user-agent".into(), quote)],
+        // As many headers as the server takes, with long names and values.
+        2 => (0..90)
+            .map(|h| (format!("x-{i}-{h}-{}", "n".repeat(1500)), "v".repeat(2500)))
+            .collect(),
+        // Control characters, and a credential.
+        _ => vec![
+            ("accept".into(), "\t\\x\"".repeat(40_000)),
+            ("x-api-key".into(), "k".repeat(100_000)),
+        ],
+    }
+}
+
+both_backends!(refused_requests_with_huge_heads_make_rows_and_a_page_of_bounded_size);
+async fn refused_requests_with_huge_heads_make_rows_and_a_page_of_bounded_size(backend: Backend) {
+    use server::rejected_log::{HEADERS_BYTES, ROW_BYTES};
+    let app = spawn_app_with(backend, test_config()).await;
+    const REQUESTS: usize = 120;
+    for i in 0..REQUESTS {
+        let heads = huge_heads(i);
+        // Half to a configured source, unsigned; half to a made-up name of 4 kB.
+        let (source, want) = if i.is_multiple_of(2) {
+            ("shop".to_string(), 401)
+        } else {
+            (format!("junk-{}", "s".repeat(4000)), 404)
+        };
+        let answer = app.post(&source, &heads, b"{}".to_vec()).await;
+        assert_eq!(answer.status, want, "request {i}: {:?}", answer.body);
+    }
+    let rows = rows_until(&app.db, |rows| rows.len() == REQUESTS).await;
+    for row in &rows {
+        let text = row.headers.to_string();
+        assert!(text.len() <= HEADERS_BYTES, "{}", text.len());
+        for (name, value) in row.headers.as_object().unwrap() {
+            assert!(name.len() <= 64, "{name}");
+            assert!(value.as_str().unwrap().len() <= 256, "{name}: {value}");
+        }
+        assert!(row.headers.as_object().unwrap().len() <= 33);
+        assert!(row.source.len() <= 200, "{}", row.source.len());
+        assert!(row.cause.len() <= 512, "{}", row.cause);
+        assert!(
+            !text.contains(&"k".repeat(10)),
+            "a secret value is stored: {text}"
+        );
+    }
+    let sizes = stored_row_bytes(&app.db).await;
+    assert_eq!(sizes.len(), REQUESTS);
+    let largest = sizes.iter().copied().max().unwrap();
+    eprintln!("{backend:?}: the largest row holds {largest} bytes of source, cause and headers");
+    assert!(largest <= ROW_BYTES as i64, "{largest} > {ROW_BYTES}");
+
+    // The page of the newest 100 rows, as a viewer gets it.
+    let cookie = viewer_cookie(&app).await;
+    let page = app
+        .client
+        .get(app.url("/rejected"))
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("rejected-table"), "the rows are on the page");
+    eprintln!(
+        "{backend:?}: the /rejected page of 100 such rows is {} bytes",
+        html.len()
+    );
+    // 100 rows (each shown once, and once more as the page's data for hydration, both escaped):
+    // about 370 kB, where it was 78 MB before rows were bounded.
+    const PAGE_BYTES: usize = 2 * 1024 * 1024;
+    assert!(html.len() <= PAGE_BYTES, "{} bytes", html.len());
 }
