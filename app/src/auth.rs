@@ -428,8 +428,9 @@ async fn write(pending: &Pending) -> Result<(), DbErr> {
 }
 
 /// Writes now what this process counted of `db`'s refused sign-ins (due at the end of the
-/// minute otherwise), and trims the rows. For tests; a process that stops without it loses at
-/// most the last minute of these counts (never a failure: those are written before their check).
+/// minute otherwise), and trims the rows. A stopping server calls it; a process killed without it
+/// loses at most the last minute of these counts (never a failure: those are written before
+/// their check).
 pub async fn write_sign_in_records(db: &Db) -> Result<(), DbErr> {
     let taken = lock(pending()).remove(&store_key(db));
     match taken {

@@ -19,6 +19,8 @@ pub enum DashboardError {
     BadRequest(String),
     /// 401: the sign-in's name or password is wrong.
     WrongCredentials,
+    /// 422: well-formed, but refused for what it holds (the database refused a replay's data).
+    Unprocessable(String),
     /// 429: too many sign-ins (the message says how long to wait), or too many searches.
     Throttled(String),
     /// 408: the request ran past its deadline and was stopped (the message says what to narrow).
@@ -38,6 +40,7 @@ impl DashboardError {
             DashboardError::OperatorsOnly => 403,
             DashboardError::NotFound(_) => 404,
             DashboardError::BadRequest(_) | DashboardError::Call(_) => 400,
+            DashboardError::Unprocessable(_) => 422,
             DashboardError::Throttled(_) => 429,
             DashboardError::TimedOut(_) => 408,
             DashboardError::Unavailable { .. } => 503,
@@ -59,6 +62,7 @@ impl fmt::Display for DashboardError {
             | DashboardError::BadRequest(what)
             | DashboardError::Throttled(what)
             | DashboardError::TimedOut(what)
+            | DashboardError::Unprocessable(what)
             | DashboardError::Call(what) => f.write_str(what),
             DashboardError::WrongCredentials => f.write_str("Wrong user name or password."),
             DashboardError::Unavailable { request_id } => write!(

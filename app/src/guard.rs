@@ -106,6 +106,18 @@ pub fn bad_request(reason: impl Into<String>) -> DashboardError {
     fail(DashboardError::BadRequest(reason.into()))
 }
 
+/// A failed replay as the dashboard answers it: 503 only when retrying can help.
+pub fn replay_failed(error: crate::ingest::replay::ReplayError) -> DashboardError {
+    use crate::ingest::replay::ReplayError;
+    match error {
+        ReplayError::Db(e) => unavailable(&e),
+        ReplayError::Refused(reason) => fail(DashboardError::Unprocessable(format!(
+            "nothing was replayed: {reason}"
+        ))),
+        other => bad_request(other.to_string()),
+    }
+}
+
 /// A stored delivery, or 404 naming the id.
 pub async fn stored_delivery(db: &Db, id: i64) -> Result<StoredDelivery, DashboardError> {
     match crate::db::events::stored_delivery(db, id).await {

@@ -76,11 +76,11 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/") view=pages::overview::OverviewPage/>
                 <Route path=path!("/login") view=pages::login::LoginPage/>
                 // Rendered whole before the head is sent: their answer's status (400 for a bad
-                // filter, 404 for a missing delivery) is set by the data they load, and a streamed
-                // head would go out before it, on some requests and not others.
+                // filter or id, 404 for a missing delivery or object) is set by the data they
+                // load, and a streamed head would go out before it, on some requests and not others.
                 <Route path=path!("/events") view=pages::events::EventsPage ssr=SsrMode::Async/>
                 <Route path=path!("/events/:id") view=pages::event::EventPage ssr=SsrMode::Async/>
-                <Route path=path!("/objects/:source/:object_id") view=pages::object::ObjectPage/>
+                <Route path=path!("/objects/:source/:object_id") view=pages::object::ObjectPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=pages::audit::AuditPage/>
                 <Route path=path!("/rejected") view=pages::rejected::RejectedPage/>
                 <Route path=path!("/destinations") view=pages::destinations::DestinationsPage/>

@@ -172,6 +172,10 @@ pub struct EventDetail {
     /// Pretty-printed when the body is JSON, else the raw text (lossy for non-UTF-8 bytes).
     pub body: String,
     pub body_is_json: bool,
+    /// The earlier delivery whose identical body this one refers to instead of keeping a copy
+    /// (a re-posted duplicate), and whether that body is still kept (not purged since).
+    pub body_of: Option<i64>,
+    pub body_kept: bool,
     /// Every delivery of the same event (retries, replays), oldest first.
     pub related: Vec<EventRow>,
     /// Fields of the body to search by: (a JSON pointer, the `match` object finding its value).

@@ -13,6 +13,7 @@ mod m20261201_000008_destination_state;
 mod m20261201_000009_payload_search;
 mod m20261201_000010_rejected_requests;
 mod m20261202_000011_sign_in_failures;
+mod m20261202_000012_archive_body_reference;
 
 pub struct Migrator;
 
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000009_payload_search::Migration),
             Box::new(m20261201_000010_rejected_requests::Migration),
             Box::new(m20261202_000011_sign_in_failures::Migration),
+            Box::new(m20261202_000012_archive_body_reference::Migration),
         ]
     }
 }

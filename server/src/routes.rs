@@ -36,29 +36,18 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
 
     let routes = generate_route_list(App);
     let dashboard = Router::new()
-        .leptos_routes_with_context(
-            &leptos_options,
-            routes,
-            {
-                let state = state.clone();
-                move || {
-                    leptos::prelude::provide_context(state.db.clone());
-                    leptos::prelude::provide_context(state.config.clone());
-                    leptos::prelude::provide_context(state.settings.sessions);
-                    leptos::prelude::provide_context(app::forward::Wake(
-                        state.forward_wake.clone(),
-                    ));
-                    set_content_security_policy();
-                }
-            },
-            {
-                let options = leptos_options.clone();
-                move || shell(options.clone())
-            },
-        )
+        .leptos_routes_with_context(&leptos_options, routes, page_context(&state), {
+            let options = leptos_options.clone();
+            move || shell(options.clone())
+        })
         .route("/search", get(search))
         .route("/export/events", get(crate::export::events))
-        .fallback(leptos_axum::file_and_error_handler(shell))
+        // The not-found page is a page like the others: the same context, and its scripts
+        // carry the response's nonce.
+        .fallback(leptos_axum::file_and_error_handler_with_context(
+            page_context(&state),
+            shell,
+        ))
         .with_state(leptos_options)
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -86,6 +75,19 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
         .layer(middleware::from_fn(drop_unfit_request_id))
 }
 
+/// What every page's render is given: the database, the configuration, the session settings,
+/// the forwarder's wake-up, and the content security policy with the render's nonce.
+fn page_context(state: &AppState) -> impl Fn() + Clone + Send + 'static {
+    let state = state.clone();
+    move || {
+        leptos::prelude::provide_context(state.db.clone());
+        leptos::prelude::provide_context(state.config.clone());
+        leptos::prelude::provide_context(state.settings.sessions);
+        leptos::prelude::provide_context(app::forward::Wake(state.forward_wake.clone()));
+        set_content_security_policy();
+    }
+}
+
 /// The policy of every page: scripts only from hookbox itself and the inline hydration script
 /// carrying this response's nonce, no framing, no plug-ins, forms and connections to hookbox.
 fn content_security_policy(nonce: &str) -> String {
@@ -108,8 +110,8 @@ fn set_content_security_policy() {
     }
 }
 
-/// The usual headers on every dashboard response; a page rendered without a nonce (the 404
-/// page) gets a policy that allows no inline script at all.
+/// The usual headers on every dashboard response; an HTML answer rendered without a nonce gets
+/// a policy that allows no inline script at all.
 async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();

@@ -149,6 +149,10 @@ pub async fn serve(
     {
         tracing::warn!("the refused-requests log did not finish writing in time");
     }
+    // The refused sign-ins counted in memory since the last minute's write.
+    if let Err(error) = app::auth::write_sign_in_records(&db).await {
+        tracing::warn!(%error, "the last minute's refused sign-ins were not recorded");
+    }
     if let Some(warm) = &db.warm {
         warm.release_all();
     }

@@ -205,11 +205,23 @@ pub async fn failed_ids(
         .collect::<Result<_, _>>()?)
 }
 
+/// An archive row's body as received, in a `SELECT … FROM webhook_events`: its own, or through
+/// `body_of` the identical body of the earlier row it refers to (empty when that row was purged).
+pub(crate) const ARCHIVED_BODY: &str = "COALESCE((SELECT original.body FROM webhook_events original WHERE original.id = webhook_events.body_of), webhook_events.body) AS body";
+
+/// Whether the row's body is at hand: its own, or its original's not purged since.
+pub(crate) const BODY_KEPT: &str = "(webhook_events.body_of IS NULL OR EXISTS (SELECT 1 FROM webhook_events original WHERE original.id = webhook_events.body_of)) AS body_kept";
+
 /// One archive row with its headers and raw body.
 pub struct StoredDelivery {
     pub row: EventRow,
     pub headers_json: String,
     pub body: Vec<u8>,
+    /// The earlier archive row of the same event whose identical body this row refers to instead
+    /// of keeping a copy (a re-posted duplicate).
+    pub body_of: Option<i64>,
+    /// False when that earlier row was purged since: the body is gone.
+    pub body_kept: bool,
 }
 
 pub async fn stored_delivery(db: &Db, id: i64) -> Result<Option<StoredDelivery>, DbErr> {
@@ -227,7 +239,9 @@ pub async fn stored_delivery_on<C: ConnectionTrait>(
     } else {
         "headers"
     };
-    let sql = format!("SELECT {EVENT_COLUMNS}, {headers}, body FROM webhook_events WHERE id = $1");
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS}, {headers}, {ARCHIVED_BODY}, body_of, {BODY_KEPT} FROM webhook_events WHERE id = $1"
+    );
     let row = conn
         .query_one_raw(Statement::from_sql_and_values(
             backend,
@@ -240,6 +254,8 @@ pub async fn stored_delivery_on<C: ConnectionTrait>(
             row: event_row(&row)?,
             headers_json: row.try_get("", "headers")?,
             body: row.try_get("", "body")?,
+            body_of: row.try_get("", "body_of")?,
+            body_kept: row.try_get("", "body_kept")?,
         })
     })
     .transpose()

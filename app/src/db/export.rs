@@ -6,6 +6,7 @@
 //! signatures); bodies are exported as text, exactly as received when UTF-8.
 
 use super::Db;
+use super::events::ARCHIVED_BODY;
 use super::filter::{QueryError, filter_conditions};
 use crate::model::EventFilter;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -109,10 +110,15 @@ pub async fn places(
         c.push_pair("(received_at, id) < (?, ?)", at, id);
     }
     // Both read the size from the row's header (a TOAST pointer, a record's type code),
-    // not from the body.
+    // not from the body; a row that refers to an earlier row's identical body (`body_of`)
+    // counts that body's size, which its export carries.
     let size = match db.backend() {
-        DatabaseBackend::Postgres => "octet_length(body)::bigint",
-        _ => "length(body)",
+        DatabaseBackend::Postgres => {
+            "COALESCE((SELECT octet_length(original.body) FROM webhook_events original WHERE original.id = webhook_events.body_of), octet_length(webhook_events.body))::bigint"
+        }
+        _ => {
+            "COALESCE((SELECT length(original.body) FROM webhook_events original WHERE original.id = webhook_events.body_of), length(webhook_events.body))"
+        }
     };
     let sql = format!(
         "SELECT id, received_at, {size} AS body_bytes
@@ -158,7 +164,7 @@ pub async fn rows(db: &Db, ids: &[i64]) -> Result<Vec<ExportRow>, QueryError> {
     let placeholders: Vec<String> = (1..=ids.len()).map(|n| format!("${n}")).collect();
     let sql = format!(
         "SELECT id, received_at, source, event_id, object_id, revision, event_type, status, outcome,
-                error_message, body
+                error_message, {ARCHIVED_BODY}
          FROM webhook_events WHERE id IN ({}) ORDER BY received_at DESC, id DESC",
         placeholders.join(", ")
     );

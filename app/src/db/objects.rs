@@ -14,6 +14,19 @@ pub const PAGE_MAX_CHANGES: usize = 2000;
 pub const PAGE_DIFF_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The object's projection and its accepted revisions, greatest first.
+/// Whether any archived delivery is about the object.
+pub async fn has_deliveries(db: &Db, source: &str, object_id: &str) -> Result<bool, DbErr> {
+    Ok(db
+        .conn
+        .query_one_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "SELECT 1 AS found FROM webhook_events WHERE object_id = $2 AND source = $1 LIMIT 1",
+            vec![source.into(), object_id.into()],
+        ))
+        .await?
+        .is_some())
+}
+
 pub async fn object_history(
     db: &Db,
     source: &str,

@@ -15,8 +15,25 @@ use sea_orm::{DatabaseTransaction, DbErr};
 pub enum ReplayError {
     #[error("source {0:?} is no longer configured")]
     UnknownSource(String),
+    /// The database refused the replayed data (a deterministic refusal, `super::refusal`): a
+    /// 422, since trying again meets it again; nothing was written.
+    #[error("{0}")]
+    Refused(String),
     #[error("database: {0}")]
     Db(#[from] DbErr),
+}
+
+impl ReplayError {
+    /// A database error that is a refusal of the data becomes [`ReplayError::Refused`].
+    fn classified(self) -> ReplayError {
+        match self {
+            ReplayError::Db(e) => match super::refusal(&e) {
+                Some(reason) => ReplayError::Refused(reason),
+                None => ReplayError::Db(e),
+            },
+            other => other,
+        }
+    }
 }
 
 /// The request headers of a stored delivery, for `header:` identity fields.
@@ -46,7 +63,9 @@ pub async fn replay(
     operator: &str,
     dry_run: bool,
 ) -> Result<Recorded, ReplayError> {
-    run(db, config, stored, operator, dry_run, true).await
+    run(db, config, stored, operator, dry_run, true)
+        .await
+        .map_err(ReplayError::classified)
 }
 
 /// One stored delivery through ingest inside `txn`, without the commit.
@@ -124,6 +143,18 @@ async fn run(
 /// replay takes them all in one transaction with one audit row (the count, the outcomes and the
 /// ids of the deliveries replayed): it all commits, or nothing does. Returns each outcome.
 pub async fn replay_many(
+    db: &Db,
+    config: &Config,
+    ids: &[i64],
+    operator: &str,
+    dry_run: bool,
+) -> Result<Vec<Outcome>, ReplayError> {
+    replay_many_unclassified(db, config, ids, operator, dry_run)
+        .await
+        .map_err(ReplayError::classified)
+}
+
+async fn replay_many_unclassified(
     db: &Db,
     config: &Config,
     ids: &[i64],

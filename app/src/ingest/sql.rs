@@ -19,7 +19,9 @@ pub(super) struct Sql {
     pub advance_projection: &'static str,
     /// $1 source, $2 object_id
     pub current_revision: &'static str,
-    /// 13 columns of webhook_events → id
+    /// 13 columns of webhook_events → id. A duplicate whose body is byte for byte an earlier
+    /// archived body of its event is archived with a reference to that row (`body_of`) and an
+    /// empty body of its own: a re-post costs its headers, not another copy of the body.
     pub archive: &'static str,
     /// $1 destination, $2 source, $3 event_id, $4 object_id, $5 revision, $6 event_type,
     /// $7 archive_id, $8 received_at, $9 payload, $10 created_at: a pending forward delivery,
@@ -55,8 +57,14 @@ const POSTGRES: Sql = Sql {
             RETURNING revision",
     current_revision: "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
     archive: "INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
-                  error_message, headers, body, received_at, replay_of, replayed_by)
-              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)
+                  error_message, headers, body, received_at, replay_of, replayed_by, body_of)
+              SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb,
+                  CASE WHEN same.id IS NULL THEN $10 ELSE ''::bytea END, $11, $12, $13, same.id
+              FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+                  SELECT id FROM webhook_events
+                   WHERE $7 = 'duplicate' AND event_id = $2 AND source = $1
+                     AND body_of IS NULL AND body = $10
+                   ORDER BY id LIMIT 1) AS same ON true
               RETURNING id",
     forward: FORWARD,
 };
@@ -82,8 +90,14 @@ const SQLITE: Sql = Sql {
             RETURNING revision",
     current_revision: "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2",
     archive: "INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
-                  error_message, headers, body, received_at, replay_of, replayed_by)
-              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                  error_message, headers, body, received_at, replay_of, replayed_by, body_of)
+              SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9,
+                  CASE WHEN same.id IS NULL THEN $10 ELSE X'' END, $11, $12, $13, same.id
+              FROM (SELECT 1) AS one LEFT JOIN (
+                  SELECT id FROM webhook_events
+                   WHERE $7 = 'duplicate' AND event_id = $2 AND source = $1
+                     AND body_of IS NULL AND body = $10
+                   ORDER BY id LIMIT 1) AS same ON 1
               RETURNING id",
     forward: FORWARD,
 };

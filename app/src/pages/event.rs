@@ -131,6 +131,8 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
         headers,
         body,
         body_is_json,
+        body_of: stored.body_of,
+        body_kept: stored.body_kept,
         related,
         can_replay: user.role == crate::model::Role::Operator,
     })
@@ -140,17 +142,14 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
 #[server(endpoint = "replay")]
 pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, DashboardError> {
     use crate::guard;
-    use crate::ingest::replay::{ReplayError, replay};
+    use crate::ingest::replay::replay;
     let user = guard::require(crate::model::Role::Operator).await?;
     let db = guard::db()?;
     let config = guard::config()?;
     let stored = guard::stored_delivery(&db, id).await?;
     let recorded = replay(&db, &config, &stored, &user.name, !confirm)
         .await
-        .map_err(|e| match e {
-            ReplayError::Db(e) => guard::unavailable(&e),
-            other => guard::bad_request(other.to_string()),
-        })?;
+        .map_err(guard::replay_failed)?;
     if confirm {
         crate::forward::wake();
         tracing::info!(user = %user.name, replay_of = id, outcome = recorded.outcome.name(), "replayed");
@@ -166,11 +165,11 @@ pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, Dashbo
 #[component]
 pub fn EventPage() -> impl IntoView {
     let params = use_params_map();
+    // The id as typed, and the number it is (when it is one).
     let id = move || {
-        params
-            .read()
-            .get("id")
-            .and_then(|id| id.parse::<i64>().ok())
+        let raw = params.read().get("id").unwrap_or_default();
+        let id = raw.parse::<i64>().ok();
+        (raw, id)
     };
     // The page owns the replay, so a confirmed one refreshes what it changed (this event's
     // deliveries) and its result survives the refresh.
@@ -186,10 +185,10 @@ pub fn EventPage() -> impl IntoView {
     });
     let detail = Resource::new(
         move || (id(), replayed.get()),
-        |(id, _)| async move {
+        |((raw, id), _)| async move {
             match id {
                 Some(id) => get_event(id).await,
-                None => Err(DashboardError::NotFound("not a delivery id".into())),
+                None => Err(not_an_id(&raw)),
             }
         },
     );
@@ -199,6 +198,17 @@ pub fn EventPage() -> impl IntoView {
             <Loaded resource=detail show=move |d| view! { <EventBody d replay/> }/>
         </main>
     }
+}
+
+/// 400 for an `/events/{id}` whose id is not a delivery id (a whole number).
+fn not_an_id(raw: &str) -> DashboardError {
+    let error = DashboardError::BadRequest(format!(
+        "{:?} is not a delivery id: ids are whole numbers, like /events/42",
+        raw.chars().take(64).collect::<String>()
+    ));
+    #[cfg(feature = "ssr")]
+    let error = crate::guard::fail(error);
+    error
 }
 
 /// A replay of a delivery: (id, confirmed?) → the result and whether it was confirmed.
@@ -265,6 +275,14 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
         <section class="panel">
             <h2>"Body " <span class="muted">{if d.body_is_json { "(JSON)" } else { "(raw)" }}</span></h2>
             <button type="button" class="small" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
+            {d.body_of.map(|original| {
+                let link = format!("/events/{original}");
+                if d.body_kept {
+                    view! { <p class="muted" data-testid="body-of">"The same bytes as delivery " <a href=link>{format!("#{original}")}</a> ", kept once."</p> }.into_any()
+                } else {
+                    view! { <p class="muted" data-testid="body-of">{format!("The same bytes as delivery #{original}, which was purged since: the body is no longer kept.")}</p> }.into_any()
+                }
+            })}
             <pre class="body" data-testid="body"><code>{d.body.clone()}</code></pre>
             <details>
                 <summary>"Send it again from a shell"</summary>

@@ -65,7 +65,7 @@ pub async fn bulk_replay(
     confirmation: Option<String>,
 ) -> Result<BulkReplayResult, DashboardError> {
     use crate::guard;
-    use crate::ingest::replay::{ReplayError, replay_many};
+    use crate::ingest::replay::replay_many;
     let user = guard::require(Role::Operator).await?;
     let filter = EventFilter {
         status: None,
@@ -91,13 +91,9 @@ pub async fn bulk_replay(
             )));
         }
     };
-    let map_err = |e: ReplayError| match e {
-        ReplayError::Db(e) => guard::unavailable(&e),
-        other => guard::bad_request(other.to_string()),
-    };
     let outcomes = replay_many(&db, &config, &ids, &user.name, !confirmed)
         .await
-        .map_err(map_err)?;
+        .map_err(guard::replay_failed)?;
     if confirmed {
         crate::forward::wake();
     }

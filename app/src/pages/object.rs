@@ -14,9 +14,21 @@ pub async fn get_object(
 ) -> Result<ObjectHistory, DashboardError> {
     use crate::guard;
     guard::require(crate::model::Role::Viewer).await?;
-    crate::db::objects::object_history(&guard::db()?, &source, &object_id)
+    let db = guard::db()?;
+    let history = crate::db::objects::object_history(&db, &source, &object_id)
         .await
-        .map_err(|e| guard::unavailable(&e))
+        .map_err(|e| guard::unavailable(&e))?;
+    if history.current_revision.is_none()
+        && history.revisions.is_empty()
+        && !crate::db::objects::has_deliveries(&db, &source, &object_id)
+            .await
+            .map_err(|e| guard::unavailable(&e))?
+    {
+        return Err(guard::fail(DashboardError::NotFound(format!(
+            "hookbox holds nothing about the object {object_id:?} of the source {source:?}: no revision and no delivery"
+        ))));
+    }
+    Ok(history)
 }
 
 #[component]

@@ -16,6 +16,7 @@ mod check_config;
 mod concurrency;
 mod dashboard;
 mod faults;
+mod flood;
 mod forward_claim;
 mod forwarder;
 mod forwarding;

@@ -14,6 +14,7 @@ use reqwest::StatusCode;
 
 mod access;
 mod destinations;
+mod error_pages;
 mod export;
 mod heavy_pages;
 mod pages;

@@ -299,7 +299,7 @@ async fn a_bulk_replay_commits_its_replays_and_its_audit_entry_together(backend:
     let refuse = match backend {
         Backend::Postgres => {
             "CREATE FUNCTION refuse_bulk_audit() RETURNS trigger LANGUAGE plpgsql AS
-                   $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$;
+                   $$ BEGIN RAISE EXCEPTION 'audit refused' USING ERRCODE = 'check_violation'; END $$;
                  CREATE TRIGGER refuse_bulk_audit BEFORE INSERT ON audit_log FOR EACH ROW
                    WHEN (NEW.action = 'bulk_replay') EXECUTE FUNCTION refuse_bulk_audit();"
         }
@@ -320,9 +320,10 @@ async fn a_bulk_replay_commits_its_replays_and_its_audit_entry_together(backend:
         &[("confirmation", "replay 3")],
     )
     .await;
+    // A refusal of the data, which trying again meets again: 422, not 503.
     assert_eq!(
         status,
-        StatusCode::SERVICE_UNAVAILABLE,
+        StatusCode::UNPROCESSABLE_ENTITY,
         "{backend:?}: {refused}"
     );
     assert_eq!(
@@ -376,5 +377,68 @@ async fn a_bulk_replay_commits_its_replays_and_its_audit_entry_together(backend:
             Some(format!("invalid: 3; deliveries {ids}"))
         ]],
         "{backend:?}: one entry naming the count and the deliveries replayed"
+    );
+}
+
+both_backends!(a_replay_the_database_refuses_is_422_and_writes_nothing);
+/// A refusal of the replayed data by the database is deterministic: 422 naming it, not a 503 that
+/// invites the operator to try again. A constraint the test adds stands for such refusals.
+async fn a_replay_the_database_refuses_is_422_and_writes_nothing(backend: Backend) {
+    use sea_orm::ConnectionTrait;
+    let app = spawn_app(backend).await;
+    let first = app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    assert_eq!(first.outcome(), "applied");
+    let id = scalar(
+        &app.db,
+        "SELECT id FROM webhook_events WHERE event_id = 'e1'",
+        vec![],
+    )
+    .await
+    .expect("archived")
+    .to_string();
+    let refuse = match backend {
+        Backend::Postgres => {
+            "ALTER TABLE webhook_events ADD CONSTRAINT test_refuses_replays CHECK (replay_of IS NULL)"
+        }
+        Backend::Sqlite => {
+            "CREATE TRIGGER test_refuses_replays BEFORE INSERT ON webhook_events
+             WHEN NEW.replay_of IS NOT NULL BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        }
+    };
+    app.db
+        .conn
+        .execute_unprepared(refuse)
+        .await
+        .expect("add the refusal");
+    with_user(&app, "olga", Role::Operator).await;
+    let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
+
+    for confirm in ["false", "true"] {
+        let (status, answer) = call(
+            &app,
+            Some(&cookie),
+            "replay",
+            &[("id", &id), ("confirm", confirm)],
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{backend:?} confirm={confirm}: {answer}"
+        );
+        assert!(answer.contains("nothing was replayed"), "{answer}");
+    }
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        1,
+        "{backend:?}: nothing written"
+    );
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM audit_log WHERE action = 'replay'"
+        )
+        .await,
+        0
     );
 }

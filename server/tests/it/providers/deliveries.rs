@@ -206,6 +206,64 @@ async fn a_signed_body_under_a_new_delivery_id_is_a_duplicate_of_its_first_event
         ],
         "{backend:?} {source}: no event under the forged id"
     );
+
+    // The body is archived once: each re-post refers to the original row.
+    let kept = texts(
+        &app.db,
+        "SELECT CAST(id AS TEXT), CAST(length(body) AS TEXT), CAST(body_of AS TEXT) FROM webhook_events WHERE source = $1 ORDER BY id",
+        vec![source.into()],
+    )
+    .await;
+    let original = kept[0][0].clone();
+    let size = |n: usize| Some(n.to_string());
+    assert_eq!(
+        kept.iter()
+            .map(|r| (r[1].clone(), r[2].clone()))
+            .collect::<Vec<_>>(),
+        [
+            (size(first.body.len()), None),
+            (size(0), original.clone()),
+            (size(0), original.clone()),
+            (size(other.body.len()), None),
+        ],
+        "{backend:?} {source}: the re-posts keep a reference, not a copy"
+    );
+    for _ in 0..200 {
+        let again = app
+            .post(p.source, &forged_headers, first.body.clone().into_bytes())
+            .await;
+        assert_eq!(again.outcome(), "duplicate");
+    }
+    let stored_bytes = scalar(
+        &app.db,
+        "SELECT CAST(sum(length(body)) AS bigint) FROM webhook_events WHERE source = $1",
+        vec![source.into()],
+    )
+    .await;
+    assert_eq!(
+        stored_bytes,
+        Some((first.body.len() + other.body.len()) as i64),
+        "{backend:?} {source}: 202 re-posts stored no body bytes"
+    );
+    // What replay, export and the event page read is the original's body, byte for byte.
+    let latest = scalar(
+        &app.db,
+        "SELECT max(id) FROM webhook_events WHERE source = $1",
+        vec![source.into()],
+    )
+    .await
+    .expect("a row");
+    let stored = app::db::events::stored_delivery(&app.db, latest)
+        .await
+        .expect("read")
+        .expect("the row");
+    assert_eq!(stored.body, first.body.as_bytes(), "{backend:?} {source}");
+    assert_eq!(
+        stored.body_of.map(|id| id.to_string()),
+        original,
+        "{backend:?} {source}"
+    );
+    assert!(stored.body_kept);
 }
 
 both_backends!(a_github_body_replayed_under_a_new_delivery_id_is_a_duplicate);

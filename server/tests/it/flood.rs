@@ -1,0 +1,346 @@
+//! One hostile client floods the real `hookbox` binary (on PostgreSQL) for 30 s with failed
+//! sign-ins, refused requests (forged signatures, made-up sources, oversized headers) and exports
+//! it never reads, all at once, while a sender's signed deliveries are paced at 50 a second. Every
+//! delivery is answered 200 and applied, their p99 stays under 100 ms, hookbox's peak RSS under
+//! 200 MB, what the flood leaves in the database is bounded, and the rightful operator signs in
+//! from their own address in the middle of it.
+//!
+//! It runs alone (`.config/nextest.toml`): its latencies are hookbox's, not its neighbours'.
+
+use crate::support::*;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = r#"
+[[sources]]
+name = "shop"
+scheme = "hmac-sha256"
+secrets_env = ["SHOP_SECRET"]
+"#;
+
+const ADMIN_PASSWORD: &str = "the operator's own password";
+const VIEWER_PASSWORD: &str = "a long enough password";
+/// The flooder's address and the operator's, as the trusted proxy in front reports them.
+const FLOODER: &str = "203.0.113.66";
+const OPERATOR: &str = "198.51.100.7";
+
+struct Process {
+    child: Child,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("hookbox.log")).unwrap_or_default()
+    }
+
+    /// A figure of the process's memory from /proc (kB): `VmRSS` now, `VmHWM` its peak.
+    fn memory_kb(&self, field: &str) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+async fn start(database_url: &str) -> Process {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let config = dir.path().join("hookbox.toml");
+    std::fs::write(&config, CONFIG).expect("write config");
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).expect("site folder");
+    let log = std::fs::File::create(dir.path().join("hookbox.log")).expect("log file");
+    let addr = free_addr();
+    let child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .env("DATABASE_URL", database_url)
+        .env("HOOKBOX_CONFIG", &config)
+        .env("SHOP_SECRET", SHOP_SECRET)
+        .env("HOOKBOX_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .env("HOOKBOX_TRUSTED_PROXIES", "127.0.0.1/32")
+        .env("LEPTOS_SITE_ADDR", addr.to_string())
+        .env("LEPTOS_SITE_ROOT", &site)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start hookbox");
+    let mut process = Process { child, addr, dir };
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = client.get(format!("http://{addr}/healthz")).send().await
+            && r.status().is_success()
+        {
+            return process;
+        }
+        assert!(
+            process.child.try_wait().expect("status").is_none(),
+            "hookbox exited at start: {}",
+            process.log()
+        );
+        assert!(Instant::now() < deadline, "hookbox never answered /healthz");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Signs in from `address`; the session cookie when it worked, else the status.
+async fn sign_in(
+    client: &reqwest::Client,
+    addr: SocketAddr,
+    name: &str,
+    password: &str,
+    address: &str,
+) -> Result<String, u16> {
+    let response = client
+        .post(format!("http://{addr}/api/login"))
+        .header("Accept", "application/json")
+        .header("X-Forwarded-For", address)
+        .form(&[("name", name), ("password", password), ("next", "/")])
+        .send()
+        .await
+        .map_err(|_| 0u16)?;
+    let status = response.status();
+    let cookie = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("hookbox_session="))
+        .map(|v| v.split(';').next().unwrap_or_default().to_string());
+    match cookie {
+        Some(cookie) if status.is_success() || status.is_redirection() => Ok(cookie),
+        _ => Err(status.as_u16()),
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliveries_answered() {
+    let (db, url) = fresh_postgres(&cluster_url()).await;
+    let process = start(&url).await;
+    let addr = process.addr;
+    app::auth::add_user(&db, "mallory", VIEWER_PASSWORD, app::model::Role::Viewer)
+        .await
+        .expect("the flooder's viewer account");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("client");
+
+    // Heavy rows for the exports: 40 deliveries of about 256 kB each.
+    let filler = "x".repeat(256 * 1024);
+    for i in 0..40 {
+        let body = event(
+            &format!("big-{i}"),
+            &format!("big-{i}"),
+            1,
+            &format!(r#"{{"filler":"{filler}"}}"#),
+        );
+        assert_eq!(
+            send_to(&client, addr, &body).await,
+            Some((200, "applied".into()))
+        );
+    }
+    let mallory = sign_in(&client, addr, "mallory", VIEWER_PASSWORD, FLOODER)
+        .await
+        .expect("the viewer signs in before flooding");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let flooded = Arc::new(AtomicU64::new(0));
+    let mut flood = Vec::new();
+    // Failed sign-ins: the operator's name with wrong passwords, and made-up names.
+    for task in 0..4 {
+        let (client, stop, flooded) = (client.clone(), stop.clone(), flooded.clone());
+        flood.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let name = if i.is_multiple_of(2) {
+                    "admin".to_string()
+                } else {
+                    format!("nobody-{task}-{i}")
+                };
+                let _ = sign_in(&client, addr, &name, "wrong password", FLOODER).await;
+                flooded.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+            }
+        }));
+    }
+    // Refused requests: forged signatures with oversized header names and values, and sources
+    // that do not exist.
+    for task in 0..4 {
+        let (client, stop, flooded) = (client.clone(), stop.clone(), flooded.clone());
+        flood.push(tokio::spawn(async move {
+            let long_name = format!("x-{}", "n".repeat(4000));
+            let long_value = "v".repeat(8000);
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let path = if i.is_multiple_of(2) {
+                    "/hooks/shop".to_string()
+                } else {
+                    format!("/hooks/made-up-{task}-{i}")
+                };
+                let mut request = client
+                    .post(format!("http://{addr}{path}"))
+                    .header("X-Forwarded-For", FLOODER)
+                    .header("X-Hookbox-Signature", "t=1,v1=forged")
+                    .header(long_name.as_str(), long_value.as_str());
+                for h in 0..40 {
+                    request = request.header(format!("x-junk-{h}"), "junk");
+                }
+                let _ = request.body("{\"event_id\":\"forged\"}").send().await;
+                flooded.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+            }
+        }));
+    }
+    // Exports that are opened and never read, each held a few seconds, then opened again.
+    for _ in 0..4 {
+        let (client, stop, flooded, cookie) = (
+            client.clone(),
+            stop.clone(),
+            flooded.clone(),
+            mallory.clone(),
+        );
+        flood.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let response = client
+                    .get(format!("http://{addr}/export/events?format=ndjson"))
+                    .header("Cookie", &cookie)
+                    .header("X-Forwarded-For", FLOODER)
+                    .send()
+                    .await;
+                flooded.fetch_add(1, Ordering::Relaxed);
+                // The head is read, the body never: hold it, then let go.
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                drop(response);
+            }
+        }));
+    }
+
+    // The sender: 50 deliveries a second for 30 s, each timed.
+    let peak_rss = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (stop, peak_rss) = (stop.clone(), peak_rss.clone());
+        let pid = process.child.id();
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    .unwrap_or_default()
+                    .lines()
+                    .find_map(|line| line.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+                    .unwrap_or(0);
+                peak_rss.fetch_max(rss, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let mut ticker = tokio::time::interval(Duration::from_millis(20));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut deliveries = Vec::new();
+    let mut operator = None;
+    let started = Instant::now();
+    for i in 0..1500 {
+        ticker.tick().await;
+        let sender = client.clone();
+        deliveries.push(tokio::spawn(async move {
+            let body = event(&format!("paced-{i}"), &format!("order-{i}"), 1, "{}");
+            let sent = Instant::now();
+            let answer = send_to(&sender, addr, &body).await;
+            (answer, sent.elapsed())
+        }));
+        // In the middle of the flood, the operator signs in from their own address.
+        if i == 1000 {
+            let client = client.clone();
+            operator = Some(tokio::spawn(async move {
+                sign_in(&client, addr, "admin", ADMIN_PASSWORD, OPERATOR).await
+            }));
+        }
+    }
+    let mut latencies = Vec::with_capacity(deliveries.len());
+    let mut failures = Vec::new();
+    for (i, delivery) in deliveries.into_iter().enumerate() {
+        let (answer, took) = delivery.await.expect("delivery task");
+        if answer != Some((200, "applied".to_string())) {
+            failures.push((i, answer));
+        }
+        latencies.push(took);
+    }
+    let operator = operator.expect("started").await.expect("operator task");
+    let paced_for = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    for task in flood {
+        let _ = task.await;
+    }
+    let _ = sampler.await;
+    let peak_kb = process
+        .memory_kb("VmHWM")
+        .max(peak_rss.load(Ordering::Relaxed));
+
+    latencies.sort();
+    let p50 = latencies[latencies.len() / 2];
+    let p99 = latencies[latencies.len() * 99 / 100];
+    let max = latencies[latencies.len() - 1];
+    println!(
+        "flood: {} hostile requests over {paced_for:?}; 1500 deliveries p50 {p50:?} p99 {p99:?} max {max:?}; peak RSS {} MB",
+        flooded.load(Ordering::Relaxed),
+        peak_kb / 1024
+    );
+
+    assert!(
+        failures.is_empty(),
+        "{} deliveries not applied, first {:?}; log: {}",
+        failures.len(),
+        &failures[..failures.len().min(5)],
+        process.log()
+    );
+    assert!(
+        operator.is_ok(),
+        "the operator could not sign in during the flood: {operator:?}"
+    );
+    assert!(
+        p99 < Duration::from_millis(100),
+        "deliveries' p99 {p99:?} during the flood"
+    );
+    assert!(
+        peak_kb < 200 * 1024,
+        "hookbox's peak RSS {} MB during the flood",
+        peak_kb / 1024
+    );
+    assert!(
+        flooded.load(Ordering::Relaxed) > 300,
+        "the flood flooded: {} requests",
+        flooded.load(Ordering::Relaxed)
+    );
+    // What the flood left in the database is bounded: sign-in failures are counted per name,
+    // client and minute, and the refused requests' rows each hold a bounded number of bytes.
+    let audit_rows = count(
+        &db,
+        "SELECT count(*) FROM audit_log WHERE action = 'sign_in' AND outcome <> 'succeeded'",
+    )
+    .await;
+    assert_eq!(audit_rows, 0, "failed sign-ins are no audit rows");
+    let largest_refused = scalar(
+        &db,
+        "SELECT CAST(COALESCE(max(length(headers) + length(cause) + length(source)), 0) AS bigint) FROM rejected_requests",
+        vec![],
+    )
+    .await
+    .unwrap_or(0);
+    assert!(
+        largest_refused < 16 * 1024,
+        "a refused-requests row holds {largest_refused} bytes"
+    );
+}
