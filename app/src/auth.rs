@@ -214,11 +214,12 @@ pub fn client_key(address: &str) -> String {
 /// The delay after the failure that brought `failures` to `limit` or beyond: [`FIRST_DELAY`] at
 /// the limit, doubling with each further failure, at most [`MAX_DELAY`]; none below the limit.
 pub fn throttle_delay(failures: i64, limit: i64) -> Option<std::time::Duration> {
-    let beyond = u32::try_from(failures.checked_sub(limit)?).ok()?;
-    let factor = 1u64.checked_shl(beyond.min(32)).unwrap_or(u64::MAX);
+    let beyond = failures.checked_sub(limit).filter(|beyond| *beyond >= 0)?;
+    // Doubling 31 times is past any cap; more shifts would overflow.
+    let shift = u32::try_from(beyond).unwrap_or(u32::MAX).min(31);
     Some(
         FIRST_DELAY
-            .checked_mul(u32::try_from(factor).unwrap_or(u32::MAX))
+            .checked_mul(1u32 << shift)
             .unwrap_or(MAX_DELAY)
             .min(MAX_DELAY),
     )

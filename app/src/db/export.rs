@@ -17,7 +17,7 @@ pub const EXPORT_CAP: usize = 100_000;
 /// Row places read per statement.
 pub const EXPORT_BATCH: usize = 1000;
 /// The most body bytes read per statement (a larger body is read alone).
-pub const EXPORT_BATCH_BYTES: usize = 4 * 1024 * 1024;
+pub const EXPORT_BATCH_BYTES: usize = 1024 * 1024;
 
 /// The export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -70,9 +70,9 @@ pub async fn purge_batch<C: ConnectionTrait>(
     Ok(result.rows_affected())
 }
 
-/// Deletes the audit rows (sign-ins, replays) older than `older_than`, `batch` per statement;
-/// returns how many. Failed sign-ins are audit rows, so without this the table would grow with
-/// every attempt anyone makes.
+/// Deletes the audit rows (sign-ins, replays, exports, …) older than `older_than`, `batch` per
+/// statement; returns how many. (Failed sign-ins are counts in `sign_in_failures`, bounded by
+/// `auth`, not audit rows.)
 pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Result<u64, DbErr> {
     delete_in_batches(
         db.maintenance(),

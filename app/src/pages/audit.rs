@@ -1,4 +1,5 @@
-//! `/audit`: sign-ins, failed sign-ins and replays: who, when, what, with what outcome.
+//! `/audit`: sign-ins, replays, exports and forwarding's pauses and retries (who, when, what,
+//! with what outcome), and failed sign-ins as counts per client, name and minute.
 
 use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;

@@ -6,6 +6,8 @@
 //! from their own address in the middle of it.
 //!
 //! It runs alone (`.config/nextest.toml`): its latencies are hookbox's, not its neighbours'.
+//! `FLOOD_ONLY=signin`, `refused` or `export` (comma-separated) narrows the flood to those kinds,
+//! to find which one costs the deliveries what.
 
 use crate::support::*;
 use std::net::SocketAddr;
@@ -160,8 +162,10 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
     let stop = Arc::new(AtomicBool::new(false));
     let flooded = Arc::new(AtomicU64::new(0));
     let mut flood = Vec::new();
+    let only = std::env::var("FLOOD_ONLY").unwrap_or_default();
+    let on = |kind: &str| only.is_empty() || only.contains(kind);
     // Failed sign-ins: the operator's name with wrong passwords, and made-up names.
-    for task in 0..4 {
+    for task in 0..if on("signin") { 4 } else { 0 } {
         let (client, stop, flooded) = (client.clone(), stop.clone(), flooded.clone());
         flood.push(tokio::spawn(async move {
             let mut i = 0u64;
@@ -179,7 +183,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
     }
     // Refused requests: forged signatures with oversized header names and values, and sources
     // that do not exist.
-    for task in 0..4 {
+    for task in 0..if on("refused") { 4 } else { 0 } {
         let (client, stop, flooded) = (client.clone(), stop.clone(), flooded.clone());
         flood.push(tokio::spawn(async move {
             let long_name = format!("x-{}", "n".repeat(4000));
@@ -206,7 +210,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         }));
     }
     // Exports that are opened and never read, each held a few seconds, then opened again.
-    for _ in 0..4 {
+    for _ in 0..if on("export") { 4 } else { 0 } {
         let (client, stop, flooded, cookie) = (
             client.clone(),
             stop.clone(),
