@@ -4,8 +4,7 @@
 
 use crate::support::*;
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, TransactionTrait};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 const CONFIG: &str = r#"
@@ -15,75 +14,13 @@ scheme = "hmac-sha256"
 secrets_env = ["SHOP_SECRET"]
 "#;
 
-/// One `hookbox serve` process; killed if the test ends without stopping it.
-struct Process {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts the binary on `database_url` and waits until it answers `/healthz`.
-async fn start(database_url: &str) -> Process {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let config = dir.path().join("hookbox.toml");
-    std::fs::write(&config, CONFIG).expect("write config");
-    let site = dir.path().join("site");
-    std::fs::create_dir(&site).expect("site folder");
-    let log = std::fs::File::create(dir.path().join("hookbox.log")).expect("log file");
-    let addr = free_addr();
-    let child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .env("DATABASE_URL", database_url)
-        .env("HOOKBOX_CONFIG", &config)
-        .env("SHOP_SECRET", SHOP_SECRET)
-        .env("HOOKBOX_ADMIN_PASSWORD", "a test password")
-        .env("LEPTOS_SITE_ADDR", addr.to_string())
-        .env("LEPTOS_SITE_ROOT", &site)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start hookbox");
-    let mut process = Process {
-        child,
-        addr,
-        _dir: dir,
-    };
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("http://{addr}/healthz")).send().await
-            && r.status().is_success()
-        {
-            return process;
-        }
-        assert!(
-            process.child.try_wait().expect("status").is_none(),
-            "hookbox exited at start: {}",
-            std::fs::read_to_string(process._dir.path().join("hookbox.log")).unwrap_or_default()
-        );
-        assert!(Instant::now() < deadline, "hookbox never answered /healthz");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// The binary on `database_url`, serving [`CONFIG`].
+async fn start(database_url: &str) -> Binary {
+    Binary::start(database_url, CONFIG, &[]).await
 }
 
 /// An event id, its body and the answer (status, outcome), if one came.
 type Sent = (String, String, Option<(u16, String)>);
-
-fn signal(process: &Process, name: &str) {
-    let status = Command::new("kill")
-        .arg(format!("-{name}"))
-        .arg(process.child.id().to_string())
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -{name}");
-}
 
 #[tokio::test]
 async fn sigterm_lets_a_delivery_in_flight_commit_and_answer_then_exits_0() {
@@ -118,7 +55,7 @@ async fn sigterm_lets_a_delivery_in_flight_commit_and_answer_then_exits_0() {
     });
     wait_until_blocked_by(&db, holder).await;
 
-    signal(&process, "TERM");
+    process.signal("TERM");
     // Shutdown has begun when the listener is gone.
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(addr).is_ok() {

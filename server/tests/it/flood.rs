@@ -11,7 +11,6 @@
 
 use crate::support::*;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -29,73 +28,17 @@ const VIEWER_PASSWORD: &str = "a long enough password";
 const FLOODER: &str = "203.0.113.66";
 const OPERATOR: &str = "198.51.100.7";
 
-struct Process {
-    child: Child,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Process {
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("hookbox.log")).unwrap_or_default()
-    }
-
-    /// A figure of the process's memory from /proc (kB): `VmRSS` now, `VmHWM` its peak.
-    fn memory_kb(&self, field: &str) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
-            .unwrap_or(0)
-    }
-}
-
-async fn start(database_url: &str) -> Process {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let config = dir.path().join("hookbox.toml");
-    std::fs::write(&config, CONFIG).expect("write config");
-    let site = dir.path().join("site");
-    std::fs::create_dir(&site).expect("site folder");
-    let log = std::fs::File::create(dir.path().join("hookbox.log")).expect("log file");
-    let addr = free_addr();
-    let child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .env("DATABASE_URL", database_url)
-        .env("HOOKBOX_CONFIG", &config)
-        .env("SHOP_SECRET", SHOP_SECRET)
-        .env("HOOKBOX_ADMIN_PASSWORD", ADMIN_PASSWORD)
-        .env("HOOKBOX_TRUSTED_PROXIES", "127.0.0.1/32")
-        .env("LEPTOS_SITE_ADDR", addr.to_string())
-        .env("LEPTOS_SITE_ROOT", &site)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start hookbox");
-    let mut process = Process { child, addr, dir };
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("http://{addr}/healthz")).send().await
-            && r.status().is_success()
-        {
-            return process;
-        }
-        assert!(
-            process.child.try_wait().expect("status").is_none(),
-            "hookbox exited at start: {}",
-            process.log()
-        );
-        assert!(Instant::now() < deadline, "hookbox never answered /healthz");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+async fn start(database_url: &str) -> Binary {
+    Binary::start(
+        database_url,
+        CONFIG,
+        &[
+            ("HOOKBOX_ADMIN_PASSWORD", ADMIN_PASSWORD),
+            ("HOOKBOX_TRUSTED_PROXIES", "127.0.0.1/32"),
+            ("RUST_LOG", "warn"),
+        ],
+    )
+    .await
 }
 
 /// Signs in from `address`; the session cookie when it worked, else the status.

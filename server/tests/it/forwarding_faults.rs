@@ -11,7 +11,6 @@ use futures::StreamExt;
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -167,101 +166,18 @@ forward = ["orders-app"]
     )
 }
 
-/// One `hookbox serve` process; killed if the test ends without stopping it.
-struct Process {
-    child: Child,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Process {
-    /// The `fields` of every JSON log line whose message starts with `message`.
-    fn logged(&self, message: &str) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.dir.path().join("hookbox.log"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-            .map(|line| line["fields"].clone())
-            .filter(|fields| {
-                fields["message"]
-                    .as_str()
-                    .is_some_and(|m| m.starts_with(message))
-            })
-            .collect()
-    }
-
-    /// SIGTERM, then waits (at most 60 s) for the exit.
-    async fn terminate(&mut self) -> ExitStatus {
-        let status = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -TERM");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("status") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "hookbox did not exit after SIGTERM"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-async fn start(database_url: &str, config: &str) -> Process {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let config_file = dir.path().join("hookbox.toml");
-    std::fs::write(&config_file, config).expect("write config");
-    let site = dir.path().join("site");
-    std::fs::create_dir(&site).expect("site folder");
-    let log = std::fs::File::create(dir.path().join("hookbox.log")).expect("log file");
-    let addr = free_addr();
-    let child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .env("DATABASE_URL", database_url)
-        .env("HOOKBOX_CONFIG", &config_file)
-        .env("SHOP_SECRET", test_env("SHOP_SECRET").unwrap())
-        .env(
-            "DESTINATION_SECRET",
-            test_env("DESTINATION_SECRET").unwrap(),
-        )
-        .env("HOOKBOX_ADMIN_PASSWORD", "a test password")
-        .env("HOOKBOX_FORWARD_POLL_MS", "100")
-        .env("HOOKBOX_LOG_FORMAT", "json")
-        .env("LEPTOS_SITE_ADDR", addr.to_string())
-        .env("LEPTOS_SITE_ROOT", &site)
-        .env("RUST_LOG", "info,sqlx=warn,sea_orm=warn")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start hookbox");
-    let mut process = Process { child, addr, dir };
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("http://{addr}/healthz")).send().await
-            && r.status().is_success()
-        {
-            return process;
-        }
-        assert!(
-            process.child.try_wait().expect("status").is_none(),
-            "hookbox exited at start: {}",
-            std::fs::read_to_string(process.dir.path().join("hookbox.log")).unwrap_or_default()
-        );
-        assert!(Instant::now() < deadline, "hookbox never answered /healthz");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// The binary with forwarding's quick poll and its log as JSON lines.
+async fn start(database_url: &str, config: &str) -> Binary {
+    Binary::start(
+        database_url,
+        config,
+        &[
+            ("HOOKBOX_FORWARD_POLL_MS", "100"),
+            ("HOOKBOX_LOG_FORMAT", "json"),
+            ("RUST_LOG", "info,sqlx=warn,sea_orm=warn"),
+        ],
+    )
+    .await
 }
 
 /// Sends `n` events of distinct objects, 16 at a time, event `i` to `addrs[i % addrs.len()]`;

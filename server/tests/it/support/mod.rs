@@ -5,6 +5,9 @@
 //! ([`migrated_template`]), so no test waits for every migration to run.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod binary;
+pub use binary::Binary;
+
 use app::config::Config;
 use app::db::Db;
 use app::schemes::Scheme;
