@@ -1,4 +1,4 @@
-//! The process's log: text lines (or JSON with `HOOKBOX_LOG_JSON=1`) on standard error.
+//! The process's log: text lines (or JSON with `HOOKBOX_LOG_FORMAT=json`) on standard error.
 //!
 //! Many field values come from requests (an event id, a source name, a user name typed at the
 //! sign-in form, a filter of an export). In the text format every field value and message is
@@ -15,8 +15,11 @@ use tracing_subscriber::fmt::format::Writer;
 pub fn init(json: bool) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn"));
+    use std::io::IsTerminal;
+    // Colours only for a person at a terminal: a file or journald gets plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     if json {
         builder.json().init();

@@ -251,9 +251,9 @@ mod tests {
             id: 1,
             body_bytes,
         };
-        let mb = 1024 * 1024;
-        assert_eq!(batch_len([place(mb); 10]), 4);
-        assert_eq!(batch_len([place(10 * mb), place(1)]), 1);
+        let quarter = EXPORT_BATCH_BYTES / 4;
+        assert_eq!(batch_len([place(quarter); 10]), 4);
+        assert_eq!(batch_len([place(10 * EXPORT_BATCH_BYTES), place(1)]), 1);
         assert_eq!(batch_len([place(10); 1000]), 1000);
         assert_eq!(batch_len([]), 0);
     }

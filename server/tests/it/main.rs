@@ -21,6 +21,7 @@ mod forward_claim;
 mod forwarder;
 mod forwarding;
 mod forwarding_faults;
+mod logs;
 mod maintenance;
 mod migrations;
 mod operations;
