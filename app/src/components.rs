@@ -1,15 +1,15 @@
 //! Widgets shared by the pages.
 
 use crate::error::DashboardError;
-use crate::model::Me;
+use crate::model::{Me, OutcomeKind, Status};
 use leptos::prelude::*;
 use leptos_router::components::A;
 
 /// A coloured badge for an archive status, with the outcome as its text.
 #[component]
-pub fn StatusBadge(status: String, outcome: String) -> impl IntoView {
+pub fn StatusBadge(status: Status, outcome: OutcomeKind) -> impl IntoView {
     let class = format!("badge badge-{status}");
-    view! { <span class=class title=status>{outcome}</span> }
+    view! { <span class=class title=status.as_str()>{outcome.as_str()}</span> }
 }
 
 /// A time shown in the viewer's zone once the page has hydrated, UTC on hover (and before).

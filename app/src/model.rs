@@ -58,6 +58,32 @@ macro_rules! vocabulary {
             }
         }
 
+        /// Compared with its spelling, as a URL or a test has it.
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        /// Rows decode straight into the vocabulary: a spelling it does not know is an error,
+        /// never a default.
+        #[cfg(feature = "ssr")]
+        impl sea_orm::TryGetable for $name {
+            fn try_get_by<I: sea_orm::ColIdx>(
+                res: &sea_orm::QueryResult,
+                index: I,
+            ) -> Result<Self, sea_orm::TryGetError> {
+                let text = String::try_get_by(res, index)?;
+                $name::parse(&text).ok_or_else(|| {
+                    sea_orm::TryGetError::DbErr(sea_orm::DbErr::Type(format!(
+                        "{} {text:?} is not one of {}",
+                        stringify!($name),
+                        $name::spellings()
+                    )))
+                })
+            }
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
@@ -89,6 +115,12 @@ vocabulary! {
 }
 
 impl OutcomeKind {
+    /// Whether the outcome is handed to the source's destinations (a new event: applied, or
+    /// accepted by a dedup source).
+    pub fn forwards(self) -> bool {
+        matches!(self, OutcomeKind::Applied | OutcomeKind::Accepted)
+    }
+
     /// The one mapping of an outcome to its status.
     pub fn status(self) -> Status {
         match self {
@@ -131,8 +163,8 @@ pub struct EventRow {
     pub object_id: Option<String>,
     pub revision: Option<i64>,
     pub event_type: Option<String>,
-    pub status: String,
-    pub outcome: String,
+    pub status: Status,
+    pub outcome: OutcomeKind,
     pub error_message: Option<String>,
     /// RFC 3339, UTC.
     pub received_at: String,
@@ -227,8 +259,8 @@ pub struct ObjectHistory {
 /// What a replay would do (dry run) or did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayResult {
-    pub outcome: String,
-    pub status: String,
+    pub outcome: OutcomeKind,
+    pub status: Status,
     pub message: Option<String>,
     /// The new archive row, when it was not a dry run.
     pub archive_id: Option<i64>,

@@ -4,8 +4,8 @@
 //!
 //! One transaction is one new revision of a random object: `BEGIN`, the claim into
 //! `webhook_inbox`, the projection upsert into `object_state`, the archive insert into
-//! `webhook_events`, `COMMIT`. The statements are `app/src/ingest/sql.rs`'s own (the file is
-//! compiled into this example), and the pool is `app::db::Db::connect`'s (WAL,
+//! `webhook_events`, `COMMIT`, as three plain statements (below: the steps of hookbox's SQLite
+//! script, `app/src/ingest/write.rs`, without its temporary table), and the pool is `app::db::Db::connect`'s (WAL,
 //! `synchronous = NORMAL`, the 10 s busy timeout, foreign keys, `HOOKBOX_DB_POOL_SIZE` or 8
 //! connections), so only the layers above the database differ from hookbox. Event ids are unique
 //! (task and a per-task counter); each task owns its share of the objects, as each connection of
@@ -35,10 +35,38 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, TransactionTrait, Val
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// hookbox's statements, exactly as the ingest transaction sends them.
-#[allow(dead_code)]
-#[path = "../../app/src/ingest/sql.rs"]
-mod sql;
+/// The ceiling's transaction: the claim, the projection and the archive row of an applied
+/// delivery, each a plain statement.
+mod sql {
+    pub struct Sql {
+        pub claim: &'static str,
+        pub advance_projection: &'static str,
+        pub archive: &'static str,
+    }
+
+    const SQLITE: Sql = Sql {
+        claim: "INSERT INTO webhook_inbox (source, event_id, object_id, revision, snapshot, received_at, signed_body_digest, snapshot_canonical)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            ON CONFLICT DO NOTHING
+            RETURNING event_id",
+        advance_projection: "INSERT INTO object_state AS cur (source, object_id, revision, snapshot, updated_at)
+            VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (source, object_id) DO UPDATE
+               SET revision = excluded.revision, snapshot = excluded.snapshot, updated_at = excluded.updated_at
+             WHERE cur.revision < excluded.revision
+            RETURNING revision",
+        archive: "INSERT INTO webhook_events (source, event_id, object_id, revision, event_type, status, outcome,
+                  error_message, headers, body, received_at, replay_of, replayed_by)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+              RETURNING id",
+    };
+
+    impl Sql {
+        pub fn for_backend(_: sea_orm::DatabaseBackend) -> &'static Sql {
+            &SQLITE
+        }
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Layer {

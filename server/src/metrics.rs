@@ -124,6 +124,7 @@ pub fn install() -> PrometheusHandle {
 }
 
 pub async fn render(State(state): State<AppState>) -> Response {
+    // Each backend's pool reports itself through its own sqlx type: not a matter of SQL.
     let (size, idle, max) = match state.db.backend() {
         sea_orm::DatabaseBackend::Postgres => {
             let pool = state.db.writer.get_postgres_connection_pool();

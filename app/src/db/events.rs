@@ -3,11 +3,12 @@
 //! leads. Every list is bounded and walks an index (see the migrations).
 
 use super::Db;
+use super::dialect::Dialect;
 use super::filter::{Conditions, QueryError, add_filter_conditions, filter_conditions};
-use crate::model::{EventFilter, EventPage, EventRow, Status};
+use crate::model::{EventFilter, EventPage, EventRow, OutcomeKind, Status};
 use crate::url::urlencode;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, QueryResult, Statement};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, QueryResult, Statement};
 
 pub const PAGE_SIZE: usize = 50;
 
@@ -23,8 +24,8 @@ pub(crate) struct EventRecord {
     object_id: Option<String>,
     revision: Option<i64>,
     event_type: Option<String>,
-    status: String,
-    outcome: String,
+    status: Status,
+    outcome: OutcomeKind,
     error_message: Option<String>,
     received_at: DateTime<Utc>,
     replay_of: Option<i64>,
@@ -234,11 +235,7 @@ pub async fn stored_delivery_on<C: ConnectionTrait>(
     id: i64,
 ) -> Result<Option<StoredDelivery>, DbErr> {
     let backend = conn.get_database_backend();
-    let headers = if backend == DatabaseBackend::Postgres {
-        "headers::text AS headers"
-    } else {
-        "headers"
-    };
+    let headers = format!("{} AS headers", Dialect::of(backend).json_text("headers"));
     let sql = format!(
         "SELECT {EVENT_COLUMNS}, {headers}, {ARCHIVED_BODY}, body_of, {BODY_KEPT} FROM webhook_events WHERE id = $1"
     );

@@ -6,11 +6,12 @@
 //! signatures); bodies are exported as text, exactly as received when UTF-8.
 
 use super::Db;
+use super::dialect::Dialect;
 use super::events::ARCHIVED_BODY;
 use super::filter::{QueryError, filter_conditions};
-use crate::model::EventFilter;
+use crate::model::{EventFilter, OutcomeKind, Status};
 use chrono::{DateTime, SecondsFormat, Utc};
-use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult, Statement};
+use sea_orm::{ConnectionTrait, FromQueryResult, Statement};
 
 /// The most rows one export holds (the newest of the filter).
 pub const EXPORT_CAP: usize = 100_000;
@@ -70,8 +71,8 @@ pub struct ExportRow {
     pub object_id: Option<String>,
     pub revision: Option<i64>,
     pub event_type: Option<String>,
-    pub status: String,
-    pub outcome: String,
+    pub status: Status,
+    pub outcome: OutcomeKind,
     pub error_message: Option<String>,
     pub body: Vec<u8>,
 }
@@ -112,14 +113,12 @@ pub async fn places(
     // Both read the size from the row's header (a TOAST pointer, a record's type code),
     // not from the body; a row that refers to an earlier row's identical body (`body_of`)
     // counts that body's size, which its export carries.
-    let size = match db.backend() {
-        DatabaseBackend::Postgres => {
-            "COALESCE((SELECT octet_length(original.body) FROM webhook_events original WHERE original.id = webhook_events.body_of), octet_length(webhook_events.body))::bigint"
-        }
-        _ => {
-            "COALESCE((SELECT length(original.body) FROM webhook_events original WHERE original.id = webhook_events.body_of), length(webhook_events.body))"
-        }
-    };
+    let dialect = Dialect::of(db.backend());
+    let size = format!(
+        "COALESCE((SELECT {} FROM webhook_events original WHERE original.id = webhook_events.body_of), {})",
+        dialect.byte_length("original.body"),
+        dialect.byte_length("webhook_events.body")
+    );
     let sql = format!(
         "SELECT id, received_at, {size} AS body_bytes
          FROM webhook_events {} ORDER BY received_at DESC, id DESC LIMIT {limit}",
@@ -215,8 +214,8 @@ impl ExportRow {
                     text(self.object_id.as_deref()),
                     self.revision.map(|r| r.to_string()).unwrap_or_default(),
                     text(self.event_type.as_deref()),
-                    csv_field(&self.status),
-                    csv_field(&self.outcome),
+                    csv_field(self.status.as_str()),
+                    csv_field(self.outcome.as_str()),
                     text(self.error_message.as_deref()),
                     csv_field(&body),
                 ]

@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod contains;
 pub mod destinations;
+pub mod dialect;
 pub mod events;
 pub mod export;
 pub mod filter;
@@ -114,6 +115,7 @@ impl Db {
     /// for or hold it at once, the others wait here, before any delivery's turn, at most
     /// [`ACQUIRE_TIMEOUT`] (then a timeout error: 503).
     pub async fn dashboard_writer(&self) -> Result<DashboardWriter<'_>, DbErr> {
+        // A difference of the pools, not of SQL (`dialect`): which connection, not which words.
         if self.backend() == DatabaseBackend::Postgres {
             return Ok(DashboardWriter {
                 conn: &self.conn,
@@ -134,6 +136,7 @@ impl Db {
     /// statement timeout on PostgreSQL; on SQLite the read pool, so a long check never holds
     /// the single writer connection.
     pub fn maintenance(&self) -> &DatabaseConnection {
+        // A difference of the pools, not of SQL (`dialect`).
         match self.backend() {
             DatabaseBackend::Postgres => &self.writer,
             _ => &self.conn,

@@ -1,10 +1,11 @@
 //! `object_state` and the inbox's revisions of one object: the object page.
 
 use super::Db;
+use super::dialect::Dialect;
 use crate::model::{ObjectHistory, Revision};
 use crate::present::{DIFF_MAX_BYTES, Diff, diff, pretty};
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, Statement};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};
 
 /// Revisions shown on an object's page.
 pub const HISTORY_LIMIT: usize = 500;
@@ -32,8 +33,8 @@ pub async fn object_history(
     source: &str,
     object_id: &str,
 ) -> Result<ObjectHistory, DbErr> {
-    let pg = db.backend() == DatabaseBackend::Postgres;
-    let snapshot = if pg { "snapshot::text" } else { "snapshot" };
+    let dialect = Dialect::of(db.backend());
+    let snapshot = dialect.json_text("snapshot");
     let current = db
         .conn
         .query_one_raw(Statement::from_sql_and_values(
@@ -51,15 +52,11 @@ pub async fn object_history(
         None => (None, None, None),
     };
     // A snapshot too large to compare is not read at all.
-    let compared = if pg {
-        format!(
-            "CASE WHEN octet_length(i.snapshot::text) <= {DIFF_MAX_BYTES} THEN i.snapshot::text END"
-        )
-    } else {
-        format!(
-            "CASE WHEN length(CAST(i.snapshot AS BLOB)) <= {DIFF_MAX_BYTES} THEN i.snapshot END"
-        )
-    };
+    let text = dialect.json_text("i.snapshot");
+    let compared = format!(
+        "CASE WHEN {} <= {DIFF_MAX_BYTES} THEN {text} END",
+        dialect.text_bytes(&text)
+    );
     let rows = db
         .conn
         .query_all_raw(Statement::from_sql_and_values(

@@ -7,8 +7,9 @@
 //! long and ingest (which only inserts new archive rows) never waits on a purge.
 
 use crate::db::Db;
+use crate::db::dialect::Dialect;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DbErr, Statement};
 
 /// Rows per delete statement.
 pub const DEFAULT_BATCH: usize = 1000;
@@ -47,18 +48,12 @@ pub async fn purge_batch<C: ConnectionTrait>(
     batch: usize,
 ) -> Result<u64, DbErr> {
     let backend = conn.get_database_backend();
-    let sql = match backend {
-        DatabaseBackend::Postgres => {
-            "DELETE FROM webhook_events WHERE id IN (
-                 SELECT id FROM webhook_events WHERE received_at < $1
-                 ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
-        }
-        _ => {
-            "DELETE FROM webhook_events WHERE id IN (
-                 SELECT id FROM webhook_events WHERE received_at < $1
-                 ORDER BY received_at LIMIT $2)"
-        }
-    };
+    let sql = format!(
+        "DELETE FROM webhook_events WHERE id IN (
+             SELECT id FROM webhook_events WHERE received_at < $1
+             ORDER BY received_at LIMIT $2{})",
+        Dialect::of(backend).lock_skipping_locked()
+    );
     let limit = i64::try_from(batch).unwrap_or(i64::MAX);
     let result = conn
         .execute_raw(Statement::from_sql_and_values(

@@ -14,6 +14,7 @@
 //!   `applied` or `stale` row names the revision its inbox row holds.
 
 use crate::db::Db;
+use crate::db::dialect::Dialect;
 use crate::ingest;
 use crate::json;
 use chrono::{DateTime, Utc};
@@ -209,6 +210,8 @@ pub async fn verify(
 /// On SQLite the single statement takes the write lock before it reads.
 pub async fn repair_projection(db: &Db, source: &str, object_id: &str) -> Result<(), DbErr> {
     let txn = ingest::begin(db).await?;
+    // Not a spelling (`db::dialect`) but a step: PostgreSQL locks the projection row first, in a
+    // statement of its own; SQLite's transaction already holds the single write lock.
     let locked = match db.backend() {
         DatabaseBackend::Postgres => txn
             .query_one_raw(Statement::from_sql_and_values(
@@ -264,6 +267,8 @@ const GREATEST_REVISIONS: &str = "FROM webhook_inbox i
 
 async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
     let mut drifts = Vec::new();
+    // Not a spelling (`db::dialect`) but two ways of comparing: `jsonb` equality in the
+    // database on PostgreSQL, the canonical form in Rust on SQLite (which has no JSON type).
     match db.backend() {
         // One statement, one snapshot: a delivery commits its inbox row and its projection
         // change together, so a concurrent delivery is seen whole or not at all.
@@ -387,10 +392,7 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
             event_id: row.try_get("", "event_id")?,
         });
     }
-    let revision_differs = match db.backend() {
-        DatabaseBackend::Postgres => "e.revision IS DISTINCT FROM i.revision",
-        _ => "e.revision IS NOT i.revision",
-    };
+    let revision_differs = Dialect::of(db.backend()).is_distinct("e.revision", "i.revision");
     let contradicted = db
         .maintenance()
         .query_all_raw(Statement::from_string(

@@ -155,8 +155,8 @@ pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, Dashbo
         tracing::info!(user = %user.name, replay_of = id, outcome = recorded.outcome.name(), "replayed");
     }
     Ok(ReplayResult {
-        outcome: recorded.outcome.name().to_string(),
-        status: recorded.outcome.status().to_string(),
+        outcome: recorded.outcome.kind(),
+        status: recorded.outcome.status(),
         message: recorded.outcome.error_message(),
         archive_id: confirm.then_some(recorded.archive_id),
     })
@@ -251,7 +251,7 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
         }
     };
     view! {
-        <h1>"Delivery " {e.id} " " <StatusBadge status=e.status.clone() outcome=e.outcome.clone()/></h1>
+        <h1>"Delivery " {e.id} " " <StatusBadge status=e.status outcome=e.outcome/></h1>
         <section class="panel">
             <dl class="fields">
                 <dt>"Source"</dt><dd>{e.source.clone()}</dd>
@@ -262,8 +262,8 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
                 }}</dd>
                 <dt>"Revision"</dt><dd>{e.revision.map(|r| r.to_string()).unwrap_or_else(|| "—".into())}</dd>
                 <dt>"Type"</dt><dd>{e.event_type.clone().unwrap_or_else(|| "—".into())}</dd>
-                <dt>"Status"</dt><dd>{e.status.clone()}</dd>
-                <dt>"Outcome"</dt><dd>{e.outcome.clone()}</dd>
+                <dt>"Status"</dt><dd>{e.status.as_str()}</dd>
+                <dt>"Outcome"</dt><dd>{e.outcome.as_str()}</dd>
                 <dt>"Error"</dt><dd data-testid="error-message">{e.error_message.clone().unwrap_or_else(|| "—".into())}</dd>
                 <dt>"Received"</dt><dd><LocalTime utc=e.received_at.clone()/></dd>
                 {e.replay_of.map(|original| view! {
@@ -327,7 +327,7 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
                 {d.related.into_iter().map(|r| view! {
                     <li>
                         <a href=format!("/events/{}", r.id)>"delivery " {r.id}</a> " "
-                        <StatusBadge status=r.status.clone() outcome=r.outcome.clone()/> " "
+                        <StatusBadge status=r.status outcome=r.outcome/> " "
                         <LocalTime utc=r.received_at.clone()/>
                         {r.replayed_by.clone().map(|by| view! { <span class="muted">" replayed by " {by}</span> })}
                     </li>
@@ -347,12 +347,12 @@ fn ReplayPanel(id: i64, run: Replay) -> impl IntoView {
             {move || run.value().get().map(|result| match result {
                 Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                 Ok((false, r)) => view! {
-                    <p role="status" data-testid="dry-run-result">"Would be: " <strong>{r.outcome.clone()}</strong>
+                    <p role="status" data-testid="dry-run-result">"Would be: " <strong>{r.outcome.as_str()}</strong>
                         {r.message.clone().map(|m| format!(" ({m})"))}</p>
                     <button type="button" class="danger" data-testid="confirm-replay" on:click=move |_| { run.dispatch((id, true)); }>"Replay now"</button>
                 }.into_any(),
                 Ok((true, r)) => view! {
-                    <p role="status" class="ok" data-testid="replay-result">"Replayed: " <strong>{r.outcome.clone()}</strong> " "
+                    <p role="status" class="ok" data-testid="replay-result">"Replayed: " <strong>{r.outcome.as_str()}</strong> " "
                         {r.archive_id.map(|new_id| view! { <a href=format!("/events/{new_id}")>"new delivery " {new_id}</a> })}</p>
                 }.into_any(),
             })}

@@ -300,7 +300,7 @@ fn EventTable(page: EventPage, query: leptos_router::params::ParamsMap) -> impl 
                     {page.rows.into_iter().map(|e| view! {
                         <tr data-testid="event-row">
                             <td><a href=format!("/events/{}", e.id)><LocalTime utc=e.received_at.clone()/></a></td>
-                            <td><StatusBadge status=e.status.clone() outcome=e.outcome.clone()/></td>
+                            <td><StatusBadge status=e.status outcome=e.outcome/></td>
                             <td>{e.source.clone()}</td>
                             <td class="mono"><a href=format!("/events/{}", e.id)>{e.event_id.clone().unwrap_or_else(|| "—".into())}</a></td>
                             <td class="mono">{e.object_id.clone().map(|o| view! { <a href=format!("/objects/{}/{}", urlencode(&e.source), urlencode(&o))>{o.clone()}</a> })}</td>

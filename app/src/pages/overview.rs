@@ -158,7 +158,7 @@ fn OverviewBody(o: Overview) -> impl IntoView {
                     <ul class="failures">
                         {o.newest_failures.into_iter().map(|e| view! {
                             <li>
-                                <StatusBadge status=e.status.clone() outcome=e.outcome.clone()/>
+                                <StatusBadge status=e.status outcome=e.outcome/>
                                 " "
                                 <a href=format!("/events/{}", e.id)>{e.event_id.clone().unwrap_or_else(|| format!("delivery {}", e.id))}</a>
                                 " · " {e.source.clone()} " · " <LocalTime utc=e.received_at.clone()/>

@@ -32,3 +32,4 @@ mod rejected_log;
 mod rejections;
 mod sign_in;
 mod warm;
+mod write_path;

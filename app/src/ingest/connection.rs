@@ -1,0 +1,292 @@
+//! Where the write path's statements run ([`On`]): a parked PostgreSQL connection, the SQLite
+//! writer connection, or a caller's SeaORM transaction; and [`record`], the one sequence every
+//! valid delivery goes through on any of them: the claimed path (one statement on PostgreSQL,
+//! one script on SQLite, `write`), else the classification and the archive row.
+//!
+//! One thing the claimed statement's single snapshot cannot see on PostgreSQL: a revision
+//! committed by another delivery after the statement began. The outcome never depends on it (the
+//! upsert sees it through the lock), but the stale answer's `current_revision` is read from the
+//! snapshot; when that reading cannot be the current revision (absent, or not greater than the
+//! delivery's), it is read again in a statement of its own.
+
+use super::outcome::Outcome;
+use super::write::{self, ArchiveRow, Delivery, Statements};
+use super::{Received, Recorded, Waiting};
+use crate::db::dialect::{Binds, Dialect, Fields, Named, db_err};
+use crate::db::warm::Warm;
+use crate::envelope::{Envelope, Mode};
+use crate::model::OutcomeKind;
+use sea_orm::sqlx;
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr};
+
+/// A connection the write path's statements run on.
+pub(super) enum On<'c, C> {
+    /// A parked PostgreSQL connection, in autocommit mode.
+    Postgres(&'c mut sqlx::PgConnection),
+    /// The SQLite writer connection, in autocommit mode (the script opens its own transaction).
+    Sqlite(&'c mut sqlx::SqliteConnection),
+    /// A SeaORM connection or a caller's transaction: the claimed path runs without a
+    /// transaction of its own (`write::Statements::claimed_in_transaction`), so for a
+    /// delivery it is a transaction; a lone archive row may run on a plain connection.
+    Orm(&'c C),
+}
+
+/// A returned row, whichever connection answered it.
+enum AnyRow {
+    Postgres(sqlx::postgres::PgRow),
+    Sqlite(sqlx::sqlite::SqliteRow),
+    Orm(sea_orm::QueryResult),
+}
+
+impl Fields for AnyRow {
+    fn int(&self, column: &str) -> Result<Option<i64>, DbErr> {
+        match self {
+            AnyRow::Postgres(row) => row.int(column),
+            AnyRow::Sqlite(row) => row.int(column),
+            AnyRow::Orm(row) => row.int(column),
+        }
+    }
+    fn text(&self, column: &str) -> Result<Option<String>, DbErr> {
+        match self {
+            AnyRow::Postgres(row) => row.text(column),
+            AnyRow::Sqlite(row) => row.text(column),
+            AnyRow::Orm(row) => row.text(column),
+        }
+    }
+    fn flag(&self, column: &str) -> Result<Option<bool>, DbErr> {
+        match self {
+            AnyRow::Postgres(row) => row.flag(column),
+            AnyRow::Sqlite(row) => row.flag(column),
+            AnyRow::Orm(row) => row.flag(column),
+        }
+    }
+}
+
+impl<C: ConnectionTrait> On<'_, C> {
+    fn dialect(&self) -> Dialect {
+        match self {
+            On::Postgres(_) => Dialect::Postgres,
+            On::Sqlite(_) => Dialect::Sqlite,
+            On::Orm(conn) => Dialect::of(conn.get_database_backend()),
+        }
+    }
+
+    /// The claimed path's statement for this connection.
+    fn claimed(&self, statements: &'static Statements) -> &'static Named {
+        match self {
+            On::Orm(_) => &statements.claimed_in_transaction,
+            _ => &statements.claimed,
+        }
+    }
+
+    /// Every row `named` answers (a script answers those of all its statements).
+    async fn rows(
+        &mut self,
+        named: &'static Named,
+        binds: &impl Binds,
+    ) -> Result<Vec<AnyRow>, DbErr> {
+        Ok(match self {
+            On::Postgres(conn) => named
+                .postgres(binds)?
+                .fetch_all(&mut **conn)
+                .await
+                .map_err(db_err)?
+                .into_iter()
+                .map(AnyRow::Postgres)
+                .collect(),
+            On::Sqlite(conn) => named
+                .sqlite(binds)?
+                .fetch_all(&mut **conn)
+                .await
+                .map_err(db_err)?
+                .into_iter()
+                .map(AnyRow::Sqlite)
+                .collect(),
+            On::Orm(conn) => {
+                let dialect = Dialect::of(conn.get_database_backend());
+                conn.query_all_raw(named.statement(dialect, binds)?)
+                    .await?
+                    .into_iter()
+                    .map(AnyRow::Orm)
+                    .collect()
+            }
+        })
+    }
+
+    async fn one(&mut self, named: &'static Named, binds: &impl Binds) -> Result<AnyRow, DbErr> {
+        self.rows(named, binds)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                DbErr::RecordNotFound("the write path's statement answered no row".into())
+            })
+    }
+}
+
+/// How many times a delivery claims before it is archived with what its classification read:
+/// a claim that meets a row the classification then finds gone (purged in between) claims again.
+const CLAIMS: usize = 2;
+
+/// Records a valid delivery on `on`: the claimed path, else what the claim met and the archive
+/// row of its outcome.
+pub(super) async fn record<C: ConnectionTrait>(
+    on: &mut On<'_, C>,
+    mode: Mode,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Recorded, DbErr> {
+    let dialect = on.dialect();
+    let statements = Statements::of(dialect);
+    let delivery = Delivery::new(dialect, mode, received, envelope);
+    let mut claims = 0;
+    loop {
+        claims += 1;
+        if let Some(row) = on.rows(on.claimed(statements), &delivery).await?.first() {
+            let (archive_id, kind, mut current) = write::claimed_answer(row)?;
+            if let (OutcomeKind::Stale, Some(revision)) = (kind, delivery.revision())
+                && current.is_none_or(|c| c <= revision)
+            {
+                // A greater revision committed after the statement's snapshot: read it now.
+                current = on
+                    .rows(&statements.current_revision, &delivery)
+                    .await?
+                    .first()
+                    .map(|row| row.int("revision"))
+                    .transpose()?
+                    .flatten();
+            }
+            let outcome = Outcome::claimed(kind, delivery.revision(), current)?;
+            return Ok(Recorded {
+                archive_id,
+                outcome,
+            });
+        }
+        // A statement of its own: at READ COMMITTED the claim may have waited for a concurrent
+        // transaction whose row its snapshot could not see; this statement's snapshot can.
+        let met = write::met(&on.one(&statements.classify, &delivery).await?)?;
+        if met.is_empty() && claims < CLAIMS {
+            continue;
+        }
+        let outcome = met.outcome(mode);
+        let row = ArchiveRow {
+            received,
+            event_id: Some(archived_event_id(&outcome, envelope)),
+            object_id: envelope.object_id.as_deref(),
+            revision: delivery.revision(),
+            event_type: envelope.event_type.as_deref(),
+            error_message: outcome.error_message(),
+            outcome: &outcome,
+        };
+        let archive_id = archive(on, &row).await?;
+        return Ok(Recorded {
+            archive_id,
+            outcome,
+        });
+    }
+}
+
+/// One archive row ([`Statements::archive`]): its id.
+pub(super) async fn archive<C: ConnectionTrait>(
+    on: &mut On<'_, C>,
+    row: &ArchiveRow<'_>,
+) -> Result<i64, DbErr> {
+    let statements = Statements::of(on.dialect());
+    on.one(&statements.archive, row)
+        .await?
+        .int("id")?
+        .ok_or(DbErr::RecordNotInserted)
+}
+
+/// The event id a valid delivery is archived under: a replayed body under the event it replays.
+fn archived_event_id<'a>(outcome: &'a Outcome, envelope: &'a Envelope) -> &'a str {
+    match outcome {
+        Outcome::ReplayedBody { original_event_id } => original_event_id,
+        _ => &envelope.event_id,
+    }
+}
+
+/// Records a delivery on PostgreSQL on one parked connection ([`Warm`]).
+pub(super) async fn on_postgres(
+    warm: &Warm,
+    mode: Mode,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Recorded, DbErr> {
+    let mut lease = {
+        let _waiting = Waiting::start();
+        warm.lease().await.map_err(db_err)?
+    };
+    let recorded = record(
+        &mut On::<DatabaseConnection>::Postgres(lease.conn()),
+        mode,
+        received,
+        envelope,
+    )
+    .await?;
+    lease.done();
+    Ok(recorded)
+}
+
+/// Records a delivery on SQLite's single writer connection. On an error the transaction the
+/// script began is rolled back before the connection goes back to the pool.
+pub(super) async fn on_sqlite(
+    pool: &sqlx::SqlitePool,
+    mode: Mode,
+    received: &Received<'_>,
+    envelope: &Envelope,
+) -> Result<Recorded, DbErr> {
+    let mut conn = InScript({
+        let _waiting = Waiting::start();
+        Some(pool.acquire().await.map_err(db_err)?)
+    });
+    let recorded = record(
+        &mut On::<DatabaseConnection>::Sqlite(conn.conn()),
+        mode,
+        received,
+        envelope,
+    )
+    .await;
+    let mut conn = conn.answered();
+    if recorded.is_err() {
+        // Whatever statement failed, the transaction it began must not outlive this call.
+        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+    }
+    recorded
+}
+
+/// The writer connection while a delivery's script runs on it. Dropped before the script has
+/// answered (the request was cut off: its future is dropped), SQLite's worker stops stepping
+/// the script wherever it is, possibly after its `BEGIN IMMEDIATE`: the guard then ends that
+/// transaction, queued on the connection behind the script, before the connection serves anyone
+/// else, so the next delivery never meets a transaction left open.
+struct InScript(Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>);
+
+impl InScript {
+    fn conn(&mut self) -> &mut sqlx::SqliteConnection {
+        self.0.as_deref_mut().expect("held until answered")
+    }
+
+    /// The script answered: the connection, its transaction ended either way.
+    fn answered(mut self) -> sqlx::pool::PoolConnection<sqlx::Sqlite> {
+        self.0.take().expect("held until answered")
+    }
+}
+
+impl Drop for InScript {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.0.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    // An error here is "no transaction is active": the script had finished.
+                    let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+                });
+            }
+            // No runtime to roll back on: the connection is closed, not given back.
+            Err(_) => conn.close_on_drop(),
+        }
+    }
+}

@@ -1,0 +1,538 @@
+//! The write path of a delivery: the only statements that write `webhook_inbox`, `object_state`,
+//! `webhook_events` and `forward_deliveries` rows on the ingest path. Their column lists, their
+//! parameters (bound by name, [`Named`]) and the outcomes they decide are written here once; the
+//! three ways a delivery is recorded are built from them:
+//!
+//! - PostgreSQL: one data-modifying statement in autocommit mode, so `BEGIN`, the claim, the
+//!   projection, the archive row, the forward deliveries and `COMMIT` cost the database one
+//!   parse-bind-execute and hookbox one wake-up
+//!   ([decision 0007](../../../docs/decisions/0007-one-round-trip-per-delivery.md));
+//! - SQLite: the same steps as one script of statements (SQLite has no data-modifying `WITH`;
+//!   what a later step needs of an earlier one goes through a temporary table of the
+//!   connection's own, filled by `changes()` and `last_insert_rowid()` right after the statement
+//!   they describe), wrapped in `BEGIN IMMEDIATE … COMMIT`;
+//! - inside a caller's transaction (replay, and the tests that hold a delivery's locks open):
+//!   the same statement or script, without a transaction of its own.
+//!
+//! What the multi-statement transaction guaranteed still holds on every path:
+//! - The claim runs first (every later part reads it), so a delivery takes the inbox row before
+//!   the projection's row lock: the lock order of the transaction.
+//! - The projection's "only a greater revision" comparison is the upsert's own `WHERE`, decided
+//!   under the row lock `ON CONFLICT` takes, against the newest committed row.
+//! - The statement is atomic: the inbox row, the projection, the archive row and the forward
+//!   rows commit together or not at all.
+//! - A delivery that is not claimed (a retry, a reused id or revision) writes nothing there and
+//!   returns no row; it is then classified by a statement of its own ([`Statements::classify`]),
+//!   whose fresh snapshot sees the row the claim met, and archived ([`Statements::archive`]),
+//!   the only row it writes.
+//!
+//! The outcomes are decided by the statements as the vocabulary spells them
+//! (`OutcomeKind::as_str`), their status is `OutcomeKind::status`, and which of them are
+//! forwarded is `OutcomeKind::forwards`: the SQL is built from those, and every answer is
+//! decoded back into an [`Outcome`] strictly (an outcome the vocabulary does not know is an
+//! error, never a default).
+
+use super::Received;
+use super::outcome::{Met, Outcome};
+use crate::db::dialect::{Binds, Dialect, Fields, Named, Param};
+use crate::envelope::{Envelope, Mode};
+use crate::model::{ForwardStatus, OutcomeKind};
+use std::sync::OnceLock;
+
+/// The inbox row's columns (SQLite adds the snapshot's canonical form, its content identity).
+const INBOX_COLUMNS: &str =
+    "source, event_id, object_id, revision, snapshot, received_at, signed_body_digest";
+
+/// The projection's columns.
+const PROJECTION_COLUMNS: &str = "source, object_id, revision, snapshot, updated_at";
+
+/// The archive row's columns, in the order of [`archive_values`].
+const ARCHIVE_COLUMNS: &str = "source, event_id, object_id, revision, event_type, status, outcome,
+        error_message, headers, body, received_at, replay_of, replayed_by";
+
+/// A forward delivery's columns, in the order of [`forward_values`].
+const FORWARD_COLUMNS: &str = "destination, source, event_id, object_id, revision, event_type,
+        archive_id, status, attempts, next_attempt_at, created_at, received_at, payload";
+
+/// The archive row's values for [`ARCHIVE_COLUMNS`]: the delivery's parameters, with the
+/// status, the outcome, the error and the body as the statement decides them.
+fn archive_values(
+    dialect: Dialect,
+    status: &str,
+    outcome: &str,
+    error: &str,
+    body: &str,
+) -> String {
+    format!(
+        ":source, :event_id, :object_id, :revision, :event_type, {status}, {outcome}, {error},
+        {headers}, {body}, :received_at, :replay_of, :replayed_by",
+        headers = dialect.json(":headers"),
+    )
+}
+
+/// A forward delivery's values for [`FORWARD_COLUMNS`]: pending, due now, carrying the snapshot
+/// as sent or (without one) a dedup source's whole body.
+fn forward_values(destination: &str, archive_id: &str) -> String {
+    format!(
+        "{destination}, :source, :event_id, :object_id, :revision, :event_type, {archive_id},
+        '{pending}', 0, :now, :now, :received_at, COALESCE(:snapshot, :body_payload)",
+        pending = ForwardStatus::Pending.as_str(),
+    )
+}
+
+/// The projection's upsert from `rows`: only a greater revision replaces the stored one.
+fn projection_upsert(dialect: Dialect, rows: &str) -> String {
+    format!(
+        "INSERT INTO object_state AS cur ({PROJECTION_COLUMNS})
+    SELECT :source, :object_id, :revision, {snapshot}, :received_at FROM {rows}
+    ON CONFLICT (source, object_id) DO UPDATE
+       SET revision = excluded.revision, snapshot = excluded.snapshot, updated_at = excluded.updated_at
+     WHERE cur.revision < excluded.revision",
+        snapshot = dialect.json(":snapshot"),
+    )
+}
+
+/// A spelling of the vocabulary as an SQL literal.
+fn literal(kind: OutcomeKind) -> String {
+    format!("'{}'", kind.as_str())
+}
+
+/// The claimed outcomes' status: a claimed delivery is applied, stale or accepted, all one
+/// status (checked by a test).
+fn claimed_status() -> String {
+    format!("'{}'", OutcomeKind::Applied.status().as_str())
+}
+
+/// The outcomes that are forwarded, as an SQL list.
+fn forwarded_outcomes() -> String {
+    OutcomeKind::ALL
+        .iter()
+        .filter(|kind| kind.forwards())
+        .map(|kind| literal(*kind))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The statements of the write path for one dialect, built once.
+pub(super) struct Statements {
+    /// A delivery's claim, projection, archive row and forward rows: PostgreSQL's one statement,
+    /// SQLite's script with its own transaction. Answers one row (`id`, `outcome`,
+    /// `current_revision`) when it claimed, none when it did not.
+    pub claimed: Named,
+    /// The same inside a caller's transaction (the SQLite script without `BEGIN` and `COMMIT`).
+    pub claimed_in_transaction: Named,
+    /// What an unclaimed delivery's claim met, in one statement (one snapshot): one row of
+    /// `same_content` (null when no row has the event id), `body_holder` (the event that carried
+    /// that signed body), `revision_holder` (the event holding that object revision).
+    pub classify: Named,
+    /// One archive row with the outcome, status and error bound (`id`). A duplicate whose body
+    /// is byte for byte an earlier archived body of its event refers to that row (`body_of`)
+    /// with an empty body of its own: a re-post costs its headers, not another copy.
+    pub archive: Named,
+    /// The projection's revision after a stale answer (`revision`).
+    pub current_revision: Named,
+}
+
+impl Statements {
+    pub(super) fn of(dialect: Dialect) -> &'static Statements {
+        static POSTGRES: OnceLock<Statements> = OnceLock::new();
+        static SQLITE: OnceLock<Statements> = OnceLock::new();
+        match dialect {
+            Dialect::Postgres => POSTGRES.get_or_init(|| Statements::build(dialect)),
+            Dialect::Sqlite => SQLITE.get_or_init(|| Statements::build(dialect)),
+        }
+    }
+
+    fn build(dialect: Dialect) -> Statements {
+        let (claimed, claimed_in_transaction) = match dialect {
+            Dialect::Postgres => {
+                let statement = postgres_claimed();
+                (Named::new(&statement), Named::new(&statement))
+            }
+            Dialect::Sqlite => (
+                Named::new(&sqlite_claimed(true)),
+                Named::new(&sqlite_claimed(false)),
+            ),
+        };
+        Statements {
+            claimed,
+            claimed_in_transaction,
+            classify: Named::new(&classify(dialect)),
+            archive: Named::new(&archive(dialect)),
+            current_revision: Named::new(
+                "SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id",
+            ),
+        }
+    }
+}
+
+/// PostgreSQL: the claimed path as one data-modifying statement.
+fn postgres_claimed() -> String {
+    let d = Dialect::Postgres;
+    format!(
+        "WITH claim AS (
+    INSERT INTO webhook_inbox ({INBOX_COLUMNS})
+    VALUES (:source, :event_id, :object_id, :revision, {snapshot}, :received_at, :digest)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+),
+advanced AS (
+    {project}
+    RETURNING 1
+),
+decided AS (
+    SELECT CASE WHEN NOT :projected THEN {accepted}
+                WHEN EXISTS (SELECT 1 FROM advanced) THEN {applied}
+                ELSE {stale} END AS outcome
+    FROM claim
+),
+archived AS (
+    INSERT INTO webhook_events ({ARCHIVE_COLUMNS})
+    SELECT {archive} FROM decided
+    RETURNING id, outcome
+),
+forwarded AS (
+    INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
+    SELECT {forward} FROM archived, {destinations}
+    WHERE archived.outcome IN ({forwarded})
+)
+SELECT archived.id, archived.outcome,
+    CASE WHEN :projected THEN
+        (SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id)
+    END AS current_revision
+FROM archived",
+        snapshot = d.json(":snapshot"),
+        project = projection_upsert(d, "claim WHERE :projected"),
+        accepted = literal(OutcomeKind::Accepted),
+        applied = literal(OutcomeKind::Applied),
+        stale = literal(OutcomeKind::Stale),
+        archive = archive_values(d, &claimed_status(), "decided.outcome", "NULL", ":body"),
+        forward = forward_values("d.value", "archived.id"),
+        destinations = d.json_strings(":destinations"),
+        forwarded = forwarded_outcomes(),
+    )
+}
+
+/// SQLite: the claimed path as one script; `own_transaction` wraps it in `BEGIN IMMEDIATE …
+/// COMMIT`, otherwise it runs in the caller's transaction.
+fn sqlite_claimed(own_transaction: bool) -> String {
+    let d = Dialect::Sqlite;
+    let (begin, commit) = if own_transaction {
+        ("BEGIN IMMEDIATE;", "COMMIT;")
+    } else {
+        ("", "")
+    };
+    format!(
+        "CREATE TEMP TABLE IF NOT EXISTS hookbox_ingest_step (
+    k INTEGER PRIMARY KEY, claimed INTEGER NOT NULL, advanced INTEGER NOT NULL, archive_id INTEGER);
+{begin}
+INSERT INTO webhook_inbox ({INBOX_COLUMNS}, snapshot_canonical)
+    VALUES (:source, :event_id, :object_id, :revision, :snapshot, :received_at, :digest, :canonical)
+    ON CONFLICT DO NOTHING;
+INSERT OR REPLACE INTO temp.hookbox_ingest_step (k, claimed, advanced, archive_id) VALUES (1, changes(), 0, NULL);
+{project};
+UPDATE temp.hookbox_ingest_step SET advanced = changes() WHERE k = 1 AND claimed = 1 AND :projected;
+INSERT INTO webhook_events ({ARCHIVE_COLUMNS})
+    SELECT {archive}
+    FROM temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1
+    RETURNING id, outcome, CASE WHEN :projected THEN
+        (SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id)
+    END AS current_revision;
+UPDATE temp.hookbox_ingest_step SET archive_id = last_insert_rowid() WHERE k = 1 AND claimed = 1;
+INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
+    SELECT {forward}
+    FROM temp.hookbox_ingest_step AS s, {destinations}
+    WHERE s.k = 1 AND s.claimed = 1
+      AND (CASE WHEN NOT :projected THEN {accepted} WHEN s.advanced = 1 THEN {applied} ELSE {stale} END)
+          IN ({forwarded});
+{commit}",
+        project = projection_upsert(
+            d,
+            "temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1 AND :projected"
+        ),
+        archive = archive_values(
+            d,
+            &claimed_status(),
+            &format!(
+                "CASE WHEN NOT :projected THEN {} WHEN advanced = 1 THEN {} ELSE {} END",
+                literal(OutcomeKind::Accepted),
+                literal(OutcomeKind::Applied),
+                literal(OutcomeKind::Stale)
+            ),
+            "NULL",
+            ":body"
+        ),
+        forward = forward_values("d.value", "s.archive_id"),
+        destinations = d.json_strings(":destinations"),
+        accepted = literal(OutcomeKind::Accepted),
+        applied = literal(OutcomeKind::Applied),
+        stale = literal(OutcomeKind::Stale),
+        forwarded = forwarded_outcomes(),
+    )
+}
+
+/// What an unclaimed delivery's claim met (see [`Statements::classify`]): content compared as
+/// `jsonb` on PostgreSQL, through the canonical form on SQLite.
+fn classify(dialect: Dialect) -> String {
+    let (column, content) = if dialect.compares_canonical() {
+        ("snapshot_canonical", ":content".to_string())
+    } else {
+        ("snapshot", dialect.json(":content"))
+    };
+    format!(
+        "SELECT
+    (SELECT {same_object} AND {same_revision} AND {same_content}
+       FROM webhook_inbox WHERE source = :source AND event_id = :event_id) AS same_content,
+    (SELECT event_id FROM webhook_inbox
+      WHERE source = :source AND signed_body_digest = :digest LIMIT 1) AS body_holder,
+    (SELECT event_id FROM webhook_inbox
+      WHERE source = :source AND object_id = :object_id AND revision = :revision LIMIT 1) AS revision_holder",
+        same_object = dialect.is_same("object_id", ":object_id"),
+        same_revision = dialect.is_same("revision", ":revision"),
+        same_content = dialect.is_same(column, &content),
+    )
+}
+
+/// One archive row with its outcome bound (see [`Statements::archive`]).
+fn archive(dialect: Dialect) -> String {
+    format!(
+        "INSERT INTO webhook_events ({ARCHIVE_COLUMNS}, body_of)
+    SELECT {values}, same.id
+    FROM (SELECT 1) AS one {same}
+    RETURNING id",
+        values = archive_values(
+            dialect,
+            ":status",
+            ":outcome",
+            ":error_message",
+            &format!(
+                "CASE WHEN same.id IS NULL THEN :body ELSE {} END",
+                dialect.empty_bytes()
+            ),
+        ),
+        same = dialect.left_join_lateral(
+            &format!(
+                "SELECT id FROM webhook_events
+           WHERE :outcome = {duplicate} AND event_id = :event_id AND source = :source
+             AND body_of IS NULL AND body = :body
+           ORDER BY id LIMIT 1",
+                duplicate = literal(OutcomeKind::Duplicate)
+            ),
+            "same",
+        ),
+    )
+}
+
+/// A valid delivery's parameters, by name.
+pub(super) struct Delivery<'a> {
+    pub dialect: Dialect,
+    pub received: &'a Received<'a>,
+    pub envelope: &'a Envelope,
+    /// A snapshot source's delivery with its object, revision and snapshot: it is projected.
+    pub projected: bool,
+    /// Where an applied or accepted outcome is forwarded, as a JSON array.
+    destinations: String,
+    /// What a forward delivery carries without a snapshot: a dedup source's whole body (only
+    /// when there is somewhere to forward it).
+    body_payload: Option<String>,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+impl<'a> Delivery<'a> {
+    pub(super) fn new(
+        dialect: Dialect,
+        mode: Mode,
+        received: &'a Received<'a>,
+        envelope: &'a Envelope,
+    ) -> Delivery<'a> {
+        let projected = mode == Mode::Snapshot
+            && envelope.object_id.is_some()
+            && envelope.revision.is_some()
+            && envelope.snapshot.is_some();
+        let body_payload = (envelope.snapshot.is_none() && !received.forward_to.is_empty())
+            .then(|| String::from_utf8_lossy(received.body).into_owned());
+        let destinations = serde_json::Value::from(received.forward_to.to_vec()).to_string();
+        Delivery {
+            dialect,
+            received,
+            envelope,
+            projected,
+            destinations,
+            body_payload,
+            now: chrono::Utc::now(),
+        }
+    }
+
+    pub(super) fn revision(&self) -> Option<i64> {
+        self.envelope.revision.map(|r| r.get())
+    }
+}
+
+impl Binds for Delivery<'_> {
+    fn param(&self, name: &str) -> Option<Param<'_>> {
+        let received = self.received;
+        let envelope = self.envelope;
+        let snapshot = envelope.snapshot.as_ref();
+        Some(match name {
+            "source" => received.source.into(),
+            "event_id" => envelope.event_id.as_str().into(),
+            "object_id" => envelope.object_id.as_deref().into(),
+            "revision" => self.revision().into(),
+            "snapshot" => snapshot.map(|s| s.raw.as_str()).into(),
+            "canonical" => snapshot.map(|s| s.canonical()).into(),
+            // The content the classification compares: what the dialect stores as identity.
+            "content" => snapshot
+                .map(|s| {
+                    if self.dialect.compares_canonical() {
+                        s.canonical()
+                    } else {
+                        s.raw.as_str()
+                    }
+                })
+                .into(),
+            "received_at" => received.received_at.into(),
+            "digest" => received.signed_body_digest.as_ref().map(|d| &d[..]).into(),
+            "event_type" => envelope.event_type.as_deref().into(),
+            "headers" => received.headers_json.into(),
+            "body" => received.body.into(),
+            "replay_of" => received.replay_of.into(),
+            "replayed_by" => received.replayed_by.into(),
+            "destinations" => self.destinations.as_str().into(),
+            "body_payload" => self.body_payload.as_deref().into(),
+            "now" => self.now.into(),
+            "projected" => self.projected.into(),
+            _ => return None,
+        })
+    }
+}
+
+/// An archive row's parameters, by name: the delivery as received, the identity it is archived
+/// under and its outcome.
+pub(super) struct ArchiveRow<'a> {
+    pub received: &'a Received<'a>,
+    pub event_id: Option<&'a str>,
+    pub object_id: Option<&'a str>,
+    pub revision: Option<i64>,
+    pub event_type: Option<&'a str>,
+    pub outcome: &'a Outcome,
+    pub error_message: Option<String>,
+}
+
+impl Binds for ArchiveRow<'_> {
+    fn param(&self, name: &str) -> Option<Param<'_>> {
+        let received = self.received;
+        Some(match name {
+            "source" => received.source.into(),
+            "event_id" => self.event_id.into(),
+            "object_id" => self.object_id.into(),
+            "revision" => self.revision.into(),
+            "event_type" => self.event_type.into(),
+            "status" => self.outcome.status().as_str().into(),
+            "outcome" => self.outcome.name().into(),
+            "error_message" => self.error_message.as_deref().into(),
+            "headers" => received.headers_json.into(),
+            "body" => received.body.into(),
+            "received_at" => received.received_at.into(),
+            "replay_of" => received.replay_of.into(),
+            "replayed_by" => received.replayed_by.into(),
+            _ => return None,
+        })
+    }
+}
+
+/// The claimed path's answer: the archive row's id, the outcome it decided and (projected) the
+/// projection's revision as the statement read it.
+pub(super) fn claimed_answer(
+    row: &impl Fields,
+) -> Result<(i64, OutcomeKind, Option<i64>), sea_orm::DbErr> {
+    let id = row.int("id")?.ok_or_else(|| {
+        sea_orm::DbErr::Type("the ingest statement answered no archive id".into())
+    })?;
+    let name = row.text("outcome")?.unwrap_or_default();
+    let kind = OutcomeKind::parse(&name).ok_or_else(|| {
+        sea_orm::DbErr::Type(format!(
+            "the ingest statement answered an unknown outcome {name:?}"
+        ))
+    })?;
+    Ok((id, kind, row.int("current_revision")?))
+}
+
+/// What the classification read.
+pub(super) fn met(row: &impl Fields) -> Result<Met, sea_orm::DbErr> {
+    Ok(Met {
+        same_content: row.flag("same_content")?,
+        body_holder: row.text("body_holder")?,
+        revision_holder: row.text("revision_holder")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outcome_a_claim_decides_has_the_one_claimed_status() {
+        for kind in [
+            OutcomeKind::Applied,
+            OutcomeKind::Stale,
+            OutcomeKind::Accepted,
+        ] {
+            assert_eq!(kind.status(), OutcomeKind::Applied.status(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn the_statements_name_only_parameters_the_delivery_or_the_archive_row_binds() {
+        let delivery = [
+            "source",
+            "event_id",
+            "object_id",
+            "revision",
+            "snapshot",
+            "canonical",
+            "content",
+            "received_at",
+            "digest",
+            "event_type",
+            "headers",
+            "body",
+            "replay_of",
+            "replayed_by",
+            "destinations",
+            "body_payload",
+            "now",
+            "projected",
+        ];
+        let archive = [
+            "source",
+            "event_id",
+            "object_id",
+            "revision",
+            "event_type",
+            "status",
+            "outcome",
+            "error_message",
+            "headers",
+            "body",
+            "received_at",
+            "replay_of",
+            "replayed_by",
+        ];
+        for dialect in [Dialect::Postgres, Dialect::Sqlite] {
+            let s = Statements::of(dialect);
+            for named in [
+                &s.claimed,
+                &s.claimed_in_transaction,
+                &s.classify,
+                &s.current_revision,
+            ] {
+                for name in named.names() {
+                    assert!(delivery.contains(&name.as_str()), "{dialect:?}: :{name}");
+                }
+            }
+            for name in s.archive.names() {
+                assert!(archive.contains(&name.as_str()), "{dialect:?}: :{name}");
+            }
+        }
+    }
+}
