@@ -598,7 +598,7 @@ pub async fn sign_in(
         &txn,
         AuditEntry {
             actor: name,
-            action: crate::model::AuditAction::SignIn.as_str(),
+            action: crate::model::AuditAction::SignIn,
             target: None,
             outcome: "succeeded",
             detail: None,

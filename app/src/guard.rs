@@ -38,6 +38,14 @@ pub fn config() -> Result<Arc<Config>, DashboardError> {
     use_context::<Arc<Config>>().ok_or_else(|| unavailable(&"no configuration in context"))
 }
 
+/// Wakes this process's forwarder (a confirmed replay or retry), if the server put its wake-up
+/// in the context.
+pub fn wake_forwarder() {
+    if let Some(wake) = use_context::<crate::forward::Wake>() {
+        wake.notify();
+    }
+}
+
 pub fn set_status(status: StatusCode) {
     if let Some(response) = use_context::<ResponseOptions>() {
         response.set_status(status);
@@ -135,4 +143,14 @@ pub fn query_failed(error: QueryError) -> DashboardError {
         QueryError::BadFilter(reason) => bad_request(reason),
         QueryError::Db(e) => unavailable(&e),
     }
+}
+
+/// The configured destinations as the pages show them: `(name, url)`, the URL as
+/// `redact_url` shows it (no user name or password, password-like query values replaced).
+pub fn configured_destinations() -> Result<Vec<(String, String)>, DashboardError> {
+    Ok(config()?
+        .destinations
+        .iter()
+        .map(|d| (d.name.clone(), crate::config::settings::redact_url(&d.url)))
+        .collect())
 }

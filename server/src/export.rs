@@ -82,7 +82,7 @@ pub async fn events(
         &state.db,
         AuditEntry {
             actor: &user.name,
-            action: AuditAction::Export.as_str(),
+            action: AuditAction::Export,
             target: Some(format.as_str()),
             outcome: "started",
             detail: Some(&detail),

@@ -22,7 +22,7 @@ struct AuditRecord {
     id: i64,
     at: DateTime<Utc>,
     actor: String,
-    action: String,
+    action: AuditAction,
     target: Option<String>,
     outcome: String,
     detail: Option<String>,
@@ -143,7 +143,7 @@ async fn counted_sign_ins(
                         id: -1 - entries.len() as i64,
                         at: r.minute.to_rfc3339(),
                         actor: r.name.clone(),
-                        action: AuditAction::SignIn.as_str().to_string(),
+                        action: AuditAction::SignIn,
                         target: None,
                         outcome: outcome.to_string(),
                         detail: Some(detail),
@@ -158,7 +158,7 @@ async fn counted_sign_ins(
 /// One audit row to write.
 pub struct AuditEntry<'a> {
     pub actor: &'a str,
-    pub action: &'a str,
+    pub action: AuditAction,
     pub target: Option<&'a str>,
     pub outcome: &'a str,
     pub detail: Option<&'a str>,
@@ -178,7 +178,7 @@ pub async fn audit_on<C: ConnectionTrait>(conn: &C, entry: AuditEntry<'_>) -> Re
         vec![
             Utc::now().into(),
             entry.actor.into(),
-            entry.action.into(),
+            entry.action.as_str().into(),
             entry.target.into(),
             entry.outcome.into(),
             entry.detail.into(),

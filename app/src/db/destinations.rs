@@ -25,7 +25,7 @@ fn statement(db: &DatabaseConnection, sql: &str, values: Vec<Value>) -> Statemen
 #[derive(FromQueryResult)]
 struct Backlog {
     destination: String,
-    status: String,
+    status: ForwardStatus,
     n: i64,
     oldest: Option<DateTime<Utc>>,
 }
@@ -59,9 +59,13 @@ pub async fn summaries(
     let backlog = conn
         .query_all_raw(statement(
             conn,
-            "SELECT destination, status, count(*) AS n, min(created_at) AS oldest
-             FROM forward_deliveries WHERE status IN ('pending', 'dead')
-             GROUP BY destination, status",
+            &format!(
+                "SELECT destination, status, count(*) AS n, min(created_at) AS oldest
+                 FROM forward_deliveries WHERE status IN ('{}', '{}')
+                 GROUP BY destination, status",
+                ForwardStatus::Pending.as_str(),
+                ForwardStatus::Dead.as_str()
+            ),
             vec![],
         ))
         .await?;
@@ -99,7 +103,7 @@ pub async fn summaries(
     for row in &backlog {
         let b = Backlog::from_query_result(row, "")?;
         let s = entry(&mut out, &b.destination);
-        if b.status == ForwardStatus::Pending.as_str() {
+        if b.status == ForwardStatus::Pending {
             s.pending = b.n;
             s.oldest_pending_at = b.oldest.map(|t| t.to_rfc3339());
             s.oldest_pending_secs = b.oldest.map(|t| (now - t).num_seconds().max(0));
@@ -155,7 +159,7 @@ struct Delivery {
     object_id: Option<String>,
     revision: Option<i64>,
     archive_id: Option<i64>,
-    status: String,
+    status: ForwardStatus,
     attempts: i32,
     next_attempt_at: DateTime<Utc>,
     last_status_code: Option<i32>,
@@ -377,7 +381,7 @@ pub async fn set_paused(
         &txn,
         AuditEntry {
             actor: actor.name,
-            action: action.as_str(),
+            action,
             target: Some(destination),
             outcome: if changed { "done" } else { "unchanged" },
             detail: None,
@@ -421,15 +425,15 @@ pub async fn retry_one(
             vec![id.into(), destination.into()],
         ))
         .await?
-        .map(|r| r.try_get::<String>("", "status"))
+        .map(|r| r.try_get::<ForwardStatus>("", "status"))
         .transpose()?;
-    match status.as_deref() {
+    match status {
         None => {
             return Err(RetryError::Refused(format!(
                 "{destination} has no forward delivery {id}"
             )));
         }
-        Some("dead") => {}
+        Some(ForwardStatus::Dead) => {}
         Some(other) => {
             return Err(RetryError::Refused(format!(
                 "forward delivery {id} is {other}, not dead: only dead deliveries are retried"
@@ -446,7 +450,7 @@ pub async fn retry_one(
         &txn,
         AuditEntry {
             actor: actor.name,
-            action: AuditAction::RetryForward.as_str(),
+            action: AuditAction::RetryForward,
             target: Some(&format!("{destination}/{id}")),
             outcome: "done",
             detail: None,
@@ -471,9 +475,11 @@ async fn revive<C: ConnectionTrait>(
         .execute_raw(Statement::from_sql_and_values(
             txn.get_database_backend(),
             format!(
-                "UPDATE forward_deliveries SET status = 'pending', next_attempt_at = ${now},
+                "UPDATE forward_deliveries SET status = '{pending}', next_attempt_at = ${now},
                         schedule_base = attempts, lease_until = NULL, leased_by = NULL
-                 WHERE status = 'dead' AND {condition}"
+                 WHERE status = '{dead}' AND {condition}",
+                pending = ForwardStatus::Pending.as_str(),
+                dead = ForwardStatus::Dead.as_str()
             ),
             values,
         ))
@@ -545,7 +551,7 @@ pub async fn retry_dead(
         &txn,
         AuditEntry {
             actor: actor.name,
-            action: AuditAction::BulkRetryForward.as_str(),
+            action: AuditAction::BulkRetryForward,
             target: Some(destination),
             outcome: "done",
             detail: Some(&format!("{retried} dead deliveries of {scope}")),

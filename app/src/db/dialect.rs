@@ -127,6 +127,35 @@ impl Dialect {
         }
     }
 
+    /// A condition that takes a transaction-scoped lock on `key` (text) without waiting, true when
+    /// it was taken: PostgreSQL's `pg_try_advisory_xact_lock`. On SQLite the one writer already
+    /// serialises every transaction, so it is always true.
+    pub fn try_lock_key(self, key: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("pg_try_advisory_xact_lock(hashtextextended({key}, 0))"),
+            Dialect::Sqlite => "1".to_string(),
+        }
+    }
+
+    /// `IN` a list of ids bound as one text parameter (see [`Dialect::id_list`]), so a
+    /// statement's text, and its prepared plan, is the same whatever the list's length.
+    pub fn among_ids(self, parameter: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("= ANY(CAST({parameter} AS TEXT)::bigint[])"),
+            Dialect::Sqlite => format!("IN (SELECT value FROM json_each({parameter}))"),
+        }
+    }
+
+    /// The text of a list of ids for [`Dialect::among_ids`]: an array literal on PostgreSQL,
+    /// a JSON array on SQLite.
+    pub fn id_list(self, ids: &[i64]) -> String {
+        let joined = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        match self {
+            Dialect::Postgres => format!("{{{joined}}}"),
+            Dialect::Sqlite => format!("[{joined}]"),
+        }
+    }
+
     /// The clause that locks the selected rows against other writers until commit, skipping the
     /// rows another transaction holds (`FOR UPDATE SKIP LOCKED`). SQLite's one writer holds
     /// the whole database already: nothing to add.
@@ -149,7 +178,7 @@ pub enum Param<'a> {
     Text(Option<&'a str>),
     Int(Option<i64>),
     Bytes(Option<&'a [u8]>),
-    Time(DateTime<Utc>),
+    Time(Option<DateTime<Utc>>),
     Bool(bool),
 }
 
@@ -191,6 +220,12 @@ impl<'a> From<Option<&'a [u8]>> for Param<'a> {
 
 impl From<DateTime<Utc>> for Param<'_> {
     fn from(value: DateTime<Utc>) -> Self {
+        Param::Time(Some(value))
+    }
+}
+
+impl From<Option<DateTime<Utc>>> for Param<'_> {
+    fn from(value: Option<DateTime<Utc>>) -> Self {
         Param::Time(value)
     }
 }

@@ -92,15 +92,15 @@ pub async fn list_events(
 /// when `deadline` passes (PostgreSQL's `statement_timeout` for it alone, SQLite's progress
 /// handler) or when the request is dropped, and the caller holds a [`SearchPermit`].
 ///
-/// [`SearchPermit`]: super::contains::SearchPermit
+/// [`SearchPermit`]: super::search::SearchPermit
 pub async fn search_events(
     db: &Db,
     filter: &EventFilter,
     cursor: Option<&str>,
     deadline: std::time::Duration,
-) -> Result<EventPage, super::contains::SearchError> {
+) -> Result<EventPage, super::search::SearchError> {
     let statement = page_statement(db, filter, cursor)?;
-    let rows = super::contains::query_within(db, statement, deadline).await?;
+    let rows = super::search::query_within(db, statement, deadline).await?;
     Ok(page_of(&rows)?)
 }
 

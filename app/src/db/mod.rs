@@ -4,6 +4,8 @@
 //! explicit here, then handed to SeaORM.
 
 pub mod audit;
+pub mod batches;
+pub mod conditions;
 pub mod contains;
 pub mod destinations;
 pub mod dialect;
@@ -13,6 +15,7 @@ pub mod filter;
 pub mod objects;
 pub mod overview;
 pub mod rejected;
+pub mod search;
 pub mod users;
 pub mod verify_runs;
 pub mod warm;

@@ -105,7 +105,7 @@ pub async fn purge_older_than<C: ConnectionTrait>(
     older_than: DateTime<Utc>,
     batch: usize,
 ) -> Result<u64, DbErr> {
-    crate::maintenance::purge::delete_in_batches(
+    super::batches::delete_in_batches(
         conn,
         "DELETE FROM rejected_requests WHERE id IN (
              SELECT id FROM rejected_requests WHERE received_at < $1

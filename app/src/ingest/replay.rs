@@ -127,7 +127,7 @@ async fn run(
         &txn,
         AuditEntry {
             actor: operator,
-            action: AuditAction::Replay.as_str(),
+            action: AuditAction::Replay,
             target: Some(&target),
             outcome: recorded.outcome.name(),
             detail: Some(&detail),
@@ -214,7 +214,7 @@ async fn replay_many_unclassified(
         &txn,
         AuditEntry {
             actor: operator,
-            action: AuditAction::BulkReplay.as_str(),
+            action: AuditAction::BulkReplay,
             target: Some(&count),
             outcome: "done",
             detail: Some(&detail),

@@ -69,7 +69,7 @@ pub async fn purge_batch<C: ConnectionTrait>(
 /// statement; returns how many. (Failed sign-ins are counts in `sign_in_failures`, bounded by
 /// `auth`, not audit rows.)
 pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Result<u64, DbErr> {
-    delete_in_batches(
+    crate::db::batches::delete_in_batches(
         db.maintenance(),
         "DELETE FROM audit_log WHERE id IN (
              SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)",
@@ -79,32 +79,6 @@ pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Re
     .await
 }
 
-/// Runs `delete` (`$1` the cutoff, `$2` the rows per statement) until it deletes fewer than
-/// `batch` rows, each statement its own transaction; returns how many it deleted in all.
-pub async fn delete_in_batches<C: ConnectionTrait>(
-    conn: &C,
-    delete: &str,
-    older_than: DateTime<Utc>,
-    batch: usize,
-) -> Result<u64, DbErr> {
-    let limit = i64::try_from(batch.max(1)).unwrap_or(i64::MAX);
-    let mut total = 0;
-    loop {
-        let deleted = conn
-            .execute_raw(Statement::from_sql_and_values(
-                conn.get_database_backend(),
-                delete,
-                vec![older_than.into(), limit.into()],
-            ))
-            .await?
-            .rows_affected();
-        total += deleted;
-        if deleted < limit as u64 {
-            return Ok(total);
-        }
-    }
-}
-
 /// Deletes the forward deliveries created before `older_than` that are delivered or superseded
 /// (their attempts go with them), `batch` per statement; returns how many.
 pub async fn purge_forwarded(
@@ -112,7 +86,7 @@ pub async fn purge_forwarded(
     older_than: DateTime<Utc>,
     batch: usize,
 ) -> Result<u64, DbErr> {
-    delete_in_batches(
+    crate::db::batches::delete_in_batches(
         db.maintenance(),
         "DELETE FROM forward_deliveries WHERE id IN (
              SELECT id FROM forward_deliveries

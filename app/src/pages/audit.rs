@@ -65,7 +65,7 @@ fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
                                         <tr data-testid="audit-row">
                                             <td><LocalTime utc=r.at/></td>
                                             <td>{r.actor}</td>
-                                            <td>{r.action.clone()}</td>
+                                            <td>{r.action.as_str()}</td>
                                             <td>{match (r.action.as_str(), r.target.clone()) {
                                                 ("replay", Some(id)) => view! { <a href=format!("/events/{id}")>"delivery " {id.clone()}</a> }.into_any(),
                                                 (_, target) => view! { <span>{target.unwrap_or_default()}</span> }.into_any(),

@@ -2,6 +2,8 @@
 //! by operators; `/destinations/{name}`: its deliveries by status with their attempts, a dead
 //! one retried, or every dead one of the filter (a count first, then a typed confirmation).
 
+use crate::components::confirm::{BulkAction, ConfirmPanel, Said};
+use crate::components::forward::{ForwardList, age};
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
 use crate::model::{
@@ -11,22 +13,12 @@ use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-/// The configured destinations as the pages show them: `(name, url)`, the URL as
-/// `redact_url` shows it (no user name or password, password-like query values replaced).
-#[cfg(feature = "ssr")]
-pub(crate) fn configured() -> Result<Vec<(String, String)>, DashboardError> {
-    Ok(crate::guard::config()?
-        .destinations
-        .iter()
-        .map(|d| (d.name.clone(), crate::config::settings::redact_url(&d.url)))
-        .collect())
-}
 
 #[server(endpoint = "destinations")]
 pub async fn list_destinations() -> Result<(Vec<DestinationSummary>, bool), DashboardError> {
     use crate::guard;
     let user = guard::require(crate::model::Role::Viewer).await?;
-    let list = crate::db::destinations::summaries(&guard::db()?, &configured()?)
+    let list = crate::db::destinations::summaries(&guard::db()?, &crate::guard::configured_destinations()?)
         .await
         .map_err(|e| guard::unavailable(&e))?;
     Ok((list, user.role == crate::model::Role::Operator))
@@ -36,7 +28,7 @@ pub async fn list_destinations() -> Result<(Vec<DestinationSummary>, bool), Dash
 #[cfg(feature = "ssr")]
 async fn summary_of(db: &crate::db::Db, name: &str) -> Result<DestinationSummary, DashboardError> {
     use crate::guard;
-    crate::db::destinations::summaries(db, &configured()?)
+    crate::db::destinations::summaries(db, &crate::guard::configured_destinations()?)
         .await
         .map_err(|e| guard::unavailable(&e))?
         .into_iter()
@@ -51,7 +43,7 @@ async fn summary_of(db: &crate::db::Db, name: &str) -> Result<DestinationSummary
 /// A configured destination's name, or 404: only those are paused or retried.
 #[cfg(feature = "ssr")]
 fn configured_name(name: &str) -> Result<(), DashboardError> {
-    if configured()?.iter().any(|(n, _)| n == name) {
+    if crate::guard::configured_destinations()?.iter().any(|(n, _)| n == name) {
         Ok(())
     } else {
         Err(crate::guard::fail(DashboardError::NotFound(format!(
@@ -109,7 +101,7 @@ pub async fn pause_destination(name: String, paused: bool) -> Result<bool, Dashb
     .await
     .map_err(|e| guard::unavailable(&e))?;
     if !paused {
-        crate::forward::wake();
+        crate::guard::wake_forwarder();
     }
     tracing::info!(user = %actor, destination = %name, paused, changed, "destination paused or resumed");
     Ok(changed)
@@ -143,7 +135,7 @@ pub async fn retry_forward(name: String, id: i64) -> Result<(), DashboardError> 
     )
     .await
     .map_err(retry_failed)?;
-    crate::forward::wake();
+    crate::guard::wake_forwarder();
     tracing::info!(user = %actor, destination = %name, delivery = id, "dead forward delivery retried");
     Ok(())
 }
@@ -176,7 +168,7 @@ pub async fn retry_dead_forwards(
     .await
     .map_err(retry_failed)?;
     if retried {
-        crate::forward::wake();
+        crate::guard::wake_forwarder();
         tracing::info!(user = %actor, destination = %name, retried = matched, "dead forward deliveries retried");
     }
     Ok(RetryResult {
@@ -187,21 +179,6 @@ pub async fn retry_dead_forwards(
     })
 }
 
-/// `75` → `1 min 15 s`; `90000` → `1 d 1 h`.
-pub fn age(secs: i64) -> String {
-    let (d, h, m, s) = (
-        secs / 86_400,
-        secs % 86_400 / 3_600,
-        secs % 3_600 / 60,
-        secs % 60,
-    );
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s} s"),
-        (0, 0, _) => format!("{m} min {s} s"),
-        (0, _, _) => format!("{h} h {m} min"),
-        _ => format!("{d} d {h} h"),
-    }
-}
 
 fn success(summary: &DestinationSummary) -> String {
     match summary.success_percent() {
@@ -331,11 +308,11 @@ pub fn DestinationDetailPage() -> impl IntoView {
         let q = query.read();
         (
             ForwardFilter {
-                status: crate::pages::param(&q, "status"),
-                source: crate::pages::param(&q, "source"),
-                q: crate::pages::param(&q, "q"),
+                status: crate::components::query::param(&q, "status"),
+                source: crate::components::query::param(&q, "source"),
+                q: crate::components::query::param(&q, "q"),
             },
-            crate::pages::param(&q, "cursor"),
+            crate::components::query::param(&q, "cursor"),
         )
     });
     let done = RwSignal::new(0u32);
@@ -346,8 +323,8 @@ pub fn DestinationDetailPage() -> impl IntoView {
     let on_screen = Memo::new(move |_| filter.read().0.clone());
     // The page owns the bulk retry, so its result survives the reload of the list it causes.
     let bulk: BulkRetry = Action::new(
-        move |(name, f, confirm): &(String, ForwardFilter, Option<String>)| {
-            let (name, f, confirm) = (name.clone(), f.clone(), confirm.clone());
+        move |(f, confirm): &(ForwardFilter, Option<String>)| {
+            let (name, f, confirm) = (name.get_untracked(), f.clone(), confirm.clone());
             async move {
                 let result = retry_dead_forwards(name, f.clone(), confirm).await;
                 if matches!(&result, Ok(r) if r.retried) {
@@ -394,7 +371,7 @@ fn DestinationBody(
     let name = s.name.clone();
     let paused = s.paused_at.is_some();
     let next = p.next_cursor.clone().map(|cursor| {
-        let mut parts = crate::pages::query_pairs(&query, &["status", "source", "q"]);
+        let mut parts = crate::components::query::query_pairs(&query, &["status", "source", "q"]);
         parts.push(format!("cursor={}", urlencode(&cursor)));
         format!("/destinations/{}?{}", urlencode(&name), parts.join("&"))
     });
@@ -416,7 +393,10 @@ fn DestinationBody(
         </section>
         <DeliveryTable rows=p.rows.clone() name=name.clone() can_act=p.can_act done/>
         {next.map(|href| view! { <p><a href=href rel="next">"Older deliveries →"</a></p> })}
-        {(p.can_act && s.url.is_some()).then(|| view! { <BulkRetryPanel name=name.clone() filter run=bulk/> })}
+        {(p.can_act && s.url.is_some()).then(|| view! {
+            <ConfirmPanel prefix="retry" title="Retry the dead deliveries matching this filter"
+                count_label="Count them" count_id="count" filter run=bulk say=said_of_retry/>
+        })}
     }
 }
 
@@ -447,123 +427,21 @@ fn DeliveryTable(
     .into_any()
 }
 
-type RetryAction = Action<(String, i64), Result<(), DashboardError>>;
+/// A bulk retry of the page's destination: (filter, typed confirmation) → the filter and the
+/// result.
+type BulkRetry = BulkAction<ForwardFilter, RetryResult>;
 
-/// Forward deliveries with their attempts; with a retry action, dead ones get a button.
-#[component]
-pub fn ForwardList(
-    rows: Vec<ForwardRow>,
-    can_act: bool,
-    retry: Option<(String, RetryAction)>,
-) -> impl IntoView {
-    view! {
-        <div class="table-wrap">
-            <table class="data" data-testid="forward-table">
-                <thead><tr>
-                    <th scope="col">"Delivery"</th>
-                    <th scope="col">"Status"</th>
-                    <th scope="col">"Event"</th>
-                    <th scope="col">"Object"</th>
-                    <th scope="col">"Attempts"</th>
-                    <th scope="col">"Last answer"</th>
-                </tr></thead>
-                <tbody>
-                    {rows.into_iter().map(|r| {
-                        let status_class = format!("badge badge-{}", r.status);
-                        let event = match r.archive_id {
-                            Some(archive) => view! { <a href=format!("/events/{archive}")>{r.event_id.clone()}</a> }.into_any(),
-                            None => view! { <span>{r.event_id.clone()}</span> }.into_any(),
-                        };
-                        let when = match (r.status.as_str(), &r.delivered_at) {
-                            (_, Some(at)) => view! { <span>"delivered " <LocalTime utc=at.clone()/></span> }.into_any(),
-                            ("pending", None) => view! { <span>"next " <LocalTime utc=r.next_attempt_at.clone()/></span> }.into_any(),
-                            _ => view! { <span>"created " <LocalTime utc=r.created_at.clone()/></span> }.into_any(),
-                        };
-                        let retry_button = retry.clone().filter(|_| can_act && r.status == "dead").map(|(name, action)| {
-                            let id = r.id;
-                            view! { <button type="button" class="small" data-testid="retry" on:click=move |_| { action.dispatch((name.clone(), id)); }>"Retry"</button> }
-                        });
-                        let attempts = r.attempt_log.clone();
-                        view! {
-                            <tr data-testid="forward-row" data-status=r.status.clone()>
-                                <td class="mono">{r.destination.clone()} " #" {r.id}<div class="muted">{when}</div></td>
-                                <td><span class=status_class>{r.status.clone()}</span> {retry_button}</td>
-                                <td class="mono">{r.source.clone()} " / " {event}</td>
-                                <td class="mono">{r.object_id.clone().unwrap_or_else(|| "—".into())}
-                                    {r.revision.map(|rev| format!(" rev. {rev}"))}</td>
-                                <td>
-                                    <details>
-                                        <summary data-testid="attempt-count">{r.attempts}</summary>
-                                        <ol class="attempts" data-testid="attempts">
-                                            {attempts.into_iter().map(|a| view! {
-                                                <li value=a.attempt.to_string()>
-                                                    <LocalTime utc=a.started_at/> " · " {a.duration_ms} " ms · "
-                                                    {a.status_code.map(|c| c.to_string()).unwrap_or_else(|| "no answer".into())}
-                                                    {a.error.map(|e| view! { <span class="muted">" " {e}</span> })}
-                                                    {a.response_excerpt.map(|x| view! { <pre class="excerpt"><code>{x}</code></pre> })}
-                                                </li>
-                                            }).collect_view()}
-                                        </ol>
-                                    </details>
-                                </td>
-                                <td>{r.last_status_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into())}
-                                    <div class="muted">{r.last_error.clone().unwrap_or_default()}</div></td>
-                            </tr>
-                        }
-                    }).collect_view()}
-                </tbody>
-            </table>
-        </div>
-    }
-}
-
-/// A bulk retry: (destination, filter, typed confirmation) → the filter and the result.
-type BulkRetry = Action<
-    (String, ForwardFilter, Option<String>),
-    (ForwardFilter, Result<RetryResult, DashboardError>),
->;
-
-/// Retry every dead delivery of the filter on screen: count, typed confirmation, retry.
-#[component]
-fn BulkRetryPanel(name: String, filter: Memo<ForwardFilter>, run: BulkRetry) -> impl IntoView {
-    let confirmation = RwSignal::new(String::new());
-    let shown = move || {
-        run.value()
-            .get()
-            .filter(|(f, _)| filter.with(|current| current == f))
-    };
-    let count_name = name.clone();
-    view! {
-        <section class="panel" aria-labelledby="retry-title">
-            <h2 id="retry-title">"Retry the dead deliveries matching this filter"</h2>
-            <button type="button" data-testid="retry-count" on:click=move |_| {
-                confirmation.set(String::new());
-                run.dispatch((count_name.clone(), filter.get_untracked(), None));
-            }>"Count them"</button>
-            {move || shown().map(|(f, result)| match result {
-                Err(e) => view! { <ErrorNote error=e/> }.into_any(),
-                Ok(r) if r.retried => view! {
-                    <p class="ok" role="status" data-testid="retry-result">"Retried " {r.matched} " dead deliveries of " {r.scope.clone()} "."</p>
-                }.into_any(),
-                Ok(r) => {
-                    let expected = r.confirmation.clone();
-                    let name = name.clone();
-                    view! {
-                        <p role="status" data-testid="retry-count-result">{r.matched} " dead deliveries match ("
-                            <span data-testid="retry-scope">{r.scope.clone()}</span> ")."</p>
-                        {(r.matched > 0).then(|| view! {
-                            <label for="retry-confirm">"Type " <code>{expected.clone()}</code> " to retry them"</label>
-                            <input id="retry-confirm" type="text" autocomplete="off" prop:value=move || confirmation.get()
-                                on:input=move |ev| confirmation.set(event_target_value(&ev))/>
-                            <button type="button" class="danger" data-testid="retry-confirm"
-                                disabled=move || confirmation.get().trim() != expected
-                                on:click=move |_| { run.dispatch((name.clone(), f.clone(), Some(confirmation.get_untracked()))); }>
-                                "Retry " {r.matched} " dead deliveries"
-                            </button>
-                        })}
-                    }.into_any()
-                }
-            })}
-        </section>
+/// A bulk retry's answer in the confirmation panel's words.
+fn said_of_retry(r: &RetryResult) -> Said {
+    Said {
+        done: r.retried,
+        matched: r.matched,
+        expected: r.confirmation.clone(),
+        scope: r.scope.clone(),
+        done_text: format!("Retried {} dead deliveries of {}.", r.matched, r.scope),
+        noun: "dead deliveries".into(),
+        after_scope: ".".into(),
+        confirm_label: "to retry them".into(),
+        button: format!("Retry {} dead deliveries", r.matched),
     }
 }

@@ -151,7 +151,7 @@ pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, Dashbo
         .await
         .map_err(guard::replay_failed)?;
     if confirm {
-        crate::forward::wake();
+        crate::guard::wake_forwarder();
         tracing::info!(user = %user.name, replay_of = id, outcome = recorded.outcome.name(), "replayed");
     }
     Ok(ReplayResult {
@@ -318,7 +318,7 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
         {(!d.forwarded.is_empty()).then(|| view! {
             <section class="panel" data-testid="forwarded">
                 <h2>"Forwarded"</h2>
-                <crate::pages::destinations::ForwardList rows=d.forwarded.clone() can_act=false retry=None/>
+                <crate::components::forward::ForwardList rows=d.forwarded.clone() can_act=false retry=None/>
             </section>
         })}
         <section class="panel">

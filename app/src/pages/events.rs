@@ -1,10 +1,11 @@
 //! `/events`: the archive, newest first, filtered through the URL, 50 rows a page by cursor, new
 //! deliveries appearing while "live" is on. Operators can bulk-replay the failed ones matching.
 
-use crate::components::{ErrorNote, Loaded, LocalTime, StatusBadge, TopBar};
+use crate::components::confirm::{BulkAction, ConfirmPanel, Said};
+use crate::components::{Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{BulkReplayResult, EventFilter, EventPage, Me, OutcomeKind, Role, Status};
-use crate::pages::{param, query_pairs};
+use crate::components::query::{param, query_pairs};
 use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -22,7 +23,7 @@ pub async fn list_events(
     filter: EventFilter,
     cursor: Option<String>,
 ) -> Result<EventPage, DashboardError> {
-    use crate::db::contains::{self, SearchError};
+    use crate::db::search::{self, SearchError};
     use crate::guard;
     let user = guard::require(Role::Viewer).await?;
     let db = guard::db()?;
@@ -38,8 +39,8 @@ pub async fn list_events(
     // A payload search: bounded in time (cancelled in the database) and in number.
     crate::db::filter::check_lengths(&filter).map_err(guard::query_failed)?;
     let request_timeout = guard::config()?.server.request_timeout_secs;
-    let deadline = contains::search_deadline(std::time::Duration::from_secs(request_timeout));
-    let searched = match contains::begin_search(&user.name) {
+    let deadline = search::search_deadline(std::time::Duration::from_secs(request_timeout));
+    let searched = match search::begin_search(&user.name) {
         Ok(_permit) => {
             crate::db::events::search_events(&db, &filter, cursor.as_deref(), deadline).await
         }
@@ -95,7 +96,7 @@ pub async fn bulk_replay(
         .await
         .map_err(guard::replay_failed)?;
     if confirmed {
-        crate::forward::wake();
+        crate::guard::wake_forwarder();
     }
     let mut breakdown: Vec<(String, usize)> = Vec::new();
     for outcome in &outcomes {
@@ -317,55 +318,36 @@ fn EventTable(page: EventPage, query: leptos_router::params::ParamsMap) -> impl 
 }
 
 /// Bulk replay of the failed deliveries matching the filter on screen: dry run, typed
-/// confirmation, replay. Each run takes the filter of the URL when it is dispatched, and a result
-/// is shown only while that filter is still the one on screen.
+/// confirmation, replay.
 #[component]
 fn BulkReplayPanel(filter: Memo<EventFilter>) -> impl IntoView {
-    let confirmation = RwSignal::new(String::new());
-    let run = Action::new(move |(f, confirm): &(EventFilter, Option<String>)| {
-        let (f, confirm) = (f.clone(), confirm.clone());
-        async move {
-            let result = bulk_replay(f.clone(), confirm).await;
-            (f, result)
-        }
-    });
-    let shown = move || {
-        run.value()
-            .get()
-            .filter(|(f, _)| filter.with(|current| current == f))
-    };
+    let run: BulkAction<EventFilter, BulkReplayResult> =
+        Action::new(move |(f, confirm): &(EventFilter, Option<String>)| {
+            let (f, confirm) = (f.clone(), confirm.clone());
+            async move {
+                let result = bulk_replay(f.clone(), confirm).await;
+                (f, result)
+            }
+        });
     view! {
-        <section class="panel" aria-labelledby="bulk-title">
-            <h2 id="bulk-title">"Replay failed deliveries matching this filter"</h2>
-            <button type="button" data-testid="bulk-dry-run" on:click=move |_| {
-                confirmation.set(String::new());
-                run.dispatch((filter.get_untracked(), None));
-            }>"Dry run"</button>
-            {move || shown().map(|(f, result)| match result {
-                Err(e) => view! { <ErrorNote error=e/> }.into_any(),
-                Ok(r) if r.replayed => view! {
-                    <p class="ok" role="status" data-testid="bulk-result">"Replayed " {r.matched} " deliveries: " {breakdown(&r)}</p>
-                }.into_any(),
-                Ok(r) => {
-                    let expected = r.confirmation.clone();
-                    let what = format!("{} failed deliveries of {}", r.matched, r.scope);
-                    view! {
-                        <p role="status" data-testid="bulk-dry-run-result">{r.matched} " failed deliveries match ("
-                            <span data-testid="bulk-scope">{r.scope.clone()}</span> "). Would be: " {breakdown(&r)}</p>
-                        {(r.matched > 0).then(|| view! {
-                            <label for="bulk-confirm">"Type " <code>{expected.clone()}</code> " to replay " {what.clone()}</label>
-                            <input id="bulk-confirm" type="text" autocomplete="off" prop:value=move || confirmation.get()
-                                on:input=move |ev| confirmation.set(event_target_value(&ev))/>
-                            <button type="button" class="danger" data-testid="bulk-confirm"
-                                disabled=move || confirmation.get().trim() != expected
-                                on:click=move |_| { run.dispatch((f.clone(), Some(confirmation.get_untracked()))); }>
-                                "Replay " {what.clone()}
-                            </button>
-                        })}
-                    }.into_any()
-                }
-            })}
-        </section>
+        <ConfirmPanel prefix="bulk" title="Replay failed deliveries matching this filter"
+            count_label="Dry run" count_id="dry-run" filter run say=said_of_replay/>
+    }
+}
+
+/// A bulk replay's answer in the confirmation panel's words.
+fn said_of_replay(r: &BulkReplayResult) -> Said {
+    let what = format!("{} failed deliveries of {}", r.matched, r.scope);
+    Said {
+        done: r.replayed,
+        matched: r.matched as i64,
+        expected: r.confirmation.clone(),
+        scope: r.scope.clone(),
+        done_text: format!("Replayed {} deliveries: {}", r.matched, breakdown(r)),
+        noun: "failed deliveries".into(),
+        after_scope: format!(". Would be: {}", breakdown(r)),
+        confirm_label: format!("to replay {what}"),
+        button: format!("Replay {what}"),
     }
 }
 

@@ -10,20 +10,6 @@ pub mod overview;
 pub mod rejected;
 
 use leptos::prelude::*;
-use leptos_router::params::ParamsMap;
-
-/// A parameter of the page's URL; an empty one is absent.
-pub(crate) fn param(query: &ParamsMap, key: &str) -> Option<String> {
-    query.get(key).filter(|v| !v.is_empty())
-}
-
-/// `key=value` (value URL-encoded) for each of `keys` the page's URL sets, in that order: the
-/// filter a link to another page of the same list (or its export) carries on.
-pub(crate) fn query_pairs(query: &ParamsMap, keys: &[&str]) -> Vec<String> {
-    keys.iter()
-        .filter_map(|k| param(query, k).map(|v| format!("{k}={}", crate::url::urlencode(&v))))
-        .collect()
-}
 
 #[component]
 pub fn NotFound() -> impl IntoView {

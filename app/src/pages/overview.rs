@@ -17,7 +17,7 @@ pub async fn get_overview() -> Result<Overview, DashboardError> {
         .await
         .map_err(|e| guard::unavailable(&e))?;
     overview.destinations_in_trouble =
-        crate::db::destinations::summaries(&db, &crate::pages::destinations::configured()?)
+        crate::db::destinations::summaries(&db, &crate::guard::configured_destinations()?)
             .await
             .map_err(|e| guard::unavailable(&e))?
             .into_iter()
@@ -185,7 +185,7 @@ fn Forwarding(trouble: Vec<DestinationSummary>) -> impl IntoView {
             <ul>
                 {trouble.into_iter().map(|d| {
                     let href = format!("/destinations/{}", crate::url::urlencode(&d.name));
-                    let oldest = d.oldest_pending_secs.map(|s| format!(", the oldest for {}", crate::pages::destinations::age(s)));
+                    let oldest = d.oldest_pending_secs.map(|s| format!(", the oldest for {}", crate::components::forward::age(s)));
                     view! {
                         <li data-testid="destination-trouble">
                             <a href=href.clone()>{d.name.clone()}</a> ": "

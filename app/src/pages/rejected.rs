@@ -6,7 +6,7 @@
 use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
 use crate::model::{REJECTED_REASONS, RejectedFilter, RejectedPage, RejectedRow};
-use crate::pages::{param, query_pairs};
+use crate::components::query::{param, query_pairs};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 

@@ -346,7 +346,7 @@ async fn audit_rows_older_than_the_audit_retention_are_purged(backend: Backend) 
             &db.db.conn,
             auth::AuditEntry {
                 actor,
-                action: "sign_in",
+                action: app::model::AuditAction::SignIn,
                 target: None,
                 outcome: "failed",
                 detail: None,

@@ -1,4 +1,10 @@
-//! Widgets shared by the pages.
+//! Widgets shared by the pages: status badge, local time, top bar, error note, a loaded
+//! resource ([`Loaded`]); the typed confirmation of bulk actions ([`confirm`]); the forward
+//! deliveries list ([`forward`]); the URL query ([`query`]).
+
+pub mod confirm;
+pub mod forward;
+pub mod query;
 
 use crate::error::DashboardError;
 use crate::model::{Me, OutcomeKind, Status};

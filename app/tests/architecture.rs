@@ -1,0 +1,308 @@
+//! The folder tree is the architecture, and this test keeps it so: in `app/src` and
+//! `server/src`, no module imports a module that imports it back (no cycle, through any number
+//! of steps), no module of `app` imports one of a higher layer (the table below), no page imports
+//! another page, and no source file is over 600 lines.
+//!
+//! Imports are read from the source text: every `crate::a::b` and `super::b` path outside
+//! comments and unit-test modules, resolved to the deepest module that exists. A child using
+//! its own folder's `mod.rs` (`db/events` → `db`) is not an edge: the folder is its home.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// `app`'s top-level modules by layer, lowest first. A module may import its own layer (without
+/// a cycle) or a lower one, never a higher one.
+const APP_LAYERS: &[&[&str]] = &[
+    // Foundations: no knowledge of the database or the dashboard.
+    &["json", "url", "request_id", "model", "error"],
+    // The domain's pure rules: deliveries, signatures, providers, how JSON is shown.
+    &["envelope", "schemes", "providers", "present"],
+    // Configuration and the header policy built from it.
+    &["config", "headers"],
+    // The data layer.
+    &["db"],
+    // What hookbox does with the data: ingest, forwarding, retention, sign-in.
+    &["ingest", "forward", "maintenance", "auth"],
+    // What every server function checks first.
+    &["guard"],
+    // The dashboard: session functions, shared widgets, pages, the shell.
+    &["session"],
+    &["components"],
+    &["pages"],
+    &[""],
+];
+
+const MAX_LINES: usize = 600;
+
+type Module = Vec<String>;
+
+fn crate_root(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(name)
+        .join("src")
+}
+
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("read the source folder") {
+        let path = entry.expect("a folder entry").path();
+        if path.is_dir() {
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `db/events.rs` → `[db, events]`; `db/mod.rs` → `[db]`; `lib.rs` → `[]`.
+fn module_of(root: &Path, file: &Path) -> Module {
+    let relative = file.strip_prefix(root).expect("under the root");
+    let mut parts: Module = relative
+        .with_extension("")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The text that counts: without comment lines and without the unit-test module.
+fn code_of(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The paths named in `code`, each as (`crate` or `super`, its segments), a `{a, b::c}` group
+/// expanded to one path per member.
+fn paths_in(code: &str) -> Vec<(bool, Vec<String>)> {
+    let mut out = Vec::new();
+    for (start, word) in [("crate::", true), ("super::", false)] {
+        let mut rest = code;
+        while let Some(at) = rest.find(start) {
+            let before = rest[..at].chars().next_back();
+            rest = &rest[at + start.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let mut segments = Vec::new();
+            let mut tail = rest;
+            loop {
+                let name: String = tail
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if name.is_empty() {
+                    break;
+                }
+                tail = &tail[name.len()..];
+                segments.push(name);
+                match tail.strip_prefix("::") {
+                    Some(next) => tail = next,
+                    None => break,
+                }
+            }
+            if let Some(group) = tail.strip_prefix('{') {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                for member in group.split(',') {
+                    let mut path = segments.clone();
+                    path.extend(
+                        member
+                            .trim()
+                            .split("::")
+                            .take(1)
+                            .filter(|s| !s.is_empty() && *s != "self")
+                            .map(str::to_string),
+                    );
+                    out.push((word, path));
+                }
+            } else {
+                out.push((word, segments));
+            }
+        }
+    }
+    out
+}
+
+struct Crate {
+    /// Each module's file and the modules it imports.
+    modules: BTreeMap<Module, (PathBuf, BTreeSet<Module>)>,
+}
+
+fn read(name: &str) -> Crate {
+    let root = crate_root(name);
+    let mut files = Vec::new();
+    source_files(&root, &mut files);
+    let known: BTreeSet<Module> = files.iter().map(|f| module_of(&root, f)).collect();
+    let mut modules = BTreeMap::new();
+    for file in files {
+        let module = module_of(&root, &file);
+        let is_folder = file
+            .file_name()
+            .is_some_and(|n| n == "mod.rs" || n == "lib.rs" || n == "main.rs");
+        let text = fs::read_to_string(&file).expect("read a source file");
+        let mut imports = BTreeSet::new();
+        for (from_root, segments) in paths_in(&code_of(&text)) {
+            let mut path: Module = if from_root {
+                Vec::new()
+            } else {
+                // `super` of `db/events.rs` is `db`; of `db/mod.rs`, the crate.
+                let mut parent = module.clone();
+                if !is_folder || !parent.is_empty() {
+                    parent.pop();
+                }
+                parent
+            };
+            path.extend(segments);
+            let target = (0..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| known.contains(p))
+                .unwrap_or_default();
+            let own_ancestor = target.len() < module.len() && module.starts_with(&target);
+            if target != module && !own_ancestor {
+                imports.insert(target);
+            }
+        }
+        modules.insert(module, (file, imports));
+    }
+    Crate { modules }
+}
+
+fn show(module: &Module) -> String {
+    if module.is_empty() {
+        "(root)".into()
+    } else {
+        module.join("/")
+    }
+}
+
+/// Every cycle's modules, by Tarjan's strongly connected components.
+fn cycles(krate: &Crate) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        krate: &'a Crate,
+        index: BTreeMap<&'a Module, usize>,
+        low: BTreeMap<&'a Module, usize>,
+        stack: Vec<&'a Module>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a Module) {
+        let n = w.index.len();
+        w.index.insert(v, n);
+        w.low.insert(v, n);
+        w.stack.push(v);
+        let krate = w.krate;
+        for target in &krate.modules[v].1 {
+            if !w.index.contains_key(target) {
+                visit(w, target);
+                let low = w.low[v].min(w.low[target]);
+                w.low.insert(v, low);
+            } else if w.stack.contains(&target) {
+                let low = w.low[v].min(w.index[target]);
+                w.low.insert(v, low);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut component = Vec::new();
+            while let Some(m) = w.stack.pop() {
+                component.push(show(m));
+                if m == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                w.found.push(component);
+            }
+        }
+    }
+    let mut walk = Walk {
+        krate,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for module in krate.modules.keys() {
+        if !walk.index.contains_key(module) {
+            visit(&mut walk, module);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    for name in ["app", "server"] {
+        let krate = read(name);
+        assert!(krate.modules.len() > 10, "{name}: too few modules read");
+        assert_eq!(cycles(&krate), Vec::<Vec<String>>::new(), "{name}: import cycles");
+    }
+}
+
+#[test]
+fn no_module_of_app_imports_a_higher_layer_and_no_page_another_page() {
+    let krate = read("app");
+    let layer = |module: &Module| {
+        let top = module.first().map(String::as_str).unwrap_or("");
+        APP_LAYERS
+            .iter()
+            .position(|layer| layer.contains(&top))
+            .unwrap_or_else(|| panic!("{}: not in APP_LAYERS", show(module)))
+    };
+    let mut upward = Vec::new();
+    for (module, (_, imports)) in &krate.modules {
+        for target in imports {
+            let page = |m: &Module| m.len() == 2 && m[0] == "pages";
+            if layer(target) > layer(module) || (page(module) && page(target)) {
+                upward.push(format!("{} → {}", show(module), show(target)));
+            }
+        }
+    }
+    assert_eq!(upward, Vec::<String>::new(), "upward imports");
+}
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let mut long = Vec::new();
+    for name in ["app", "server"] {
+        let mut files = Vec::new();
+        source_files(&crate_root(name), &mut files);
+        let tests = crate_root(name).join("../tests");
+        if tests.is_dir() {
+            source_files(&tests, &mut files);
+        }
+        for file in files {
+            let lines = fs::read_to_string(&file).expect("read").lines().count();
+            if lines > MAX_LINES {
+                long.push(format!("{} ({lines} lines)", file.display()));
+            }
+        }
+    }
+    assert_eq!(long, Vec::<String>::new(), "files over {MAX_LINES} lines");
+}
+
+#[test]
+fn the_reader_expands_groups_and_skips_comments_and_unit_tests() {
+    let paths = paths_in("use crate::db::{events, filter::QueryError};\nx = super::contains::y;");
+    assert_eq!(
+        paths,
+        [
+            (true, vec!["db".into(), "events".into()]),
+            (true, vec!["db".into(), "filter".into()]),
+            (false, vec!["contains".into(), "y".into()]),
+        ]
+    );
+    assert_eq!(code_of("a\n// crate::x\n#[cfg(test)]\nmod tests { crate::y }"), "a");
+}
