@@ -1,6 +1,17 @@
 //! hookbox's application crate: the Leptos dashboard (both halves) and, behind the `ssr` feature,
 //! the domain: configuration, envelope validation, authentication schemes, the database and the
 //! ingest transaction.
+//!
+//! The modules are layers, and each imports only its own layer or lower ones, never in a
+//! cycle (`tests/architecture.rs` checks it):
+//! 1. foundations: `json`, `url`, `request_id`, `model` (what the browser receives), `error`;
+//! 2. the domain's pure rules: `envelope`, `schemes`, `providers`, `present`;
+//! 3. `config`, and `headers` (the one header policy, built from the schemes' headers);
+//! 4. `db`, the data layer (with `db::dialect`, where PostgreSQL and SQLite differ);
+//! 5. what hookbox does with the data: `ingest` (the one write path), `forward`,
+//!    `maintenance`, `auth`;
+//! 6. `guard`, what every server function checks first;
+//! 7. the dashboard: `session`, then `components`, then `pages` (no page imports another).
 
 #![recursion_limit = "256"]
 

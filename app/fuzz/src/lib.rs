@@ -6,10 +6,10 @@
 
 #![allow(dead_code)]
 
-#[path = "../../src/json.rs"]
+#[path = "../../src/json/mod.rs"]
 pub mod json;
 
-#[path = "../../src/envelope.rs"]
+#[path = "../../src/envelope/mod.rs"]
 pub mod envelope;
 
 #[path = "../../src/schemes/mod.rs"]

@@ -2,7 +2,7 @@
 //! to, each signed with its own Standard Webhooks secret. Every problem names the file, the
 //! destination and the key (`destinations.orders-app.url`).
 
-use super::{Keys, Problems, valid_env_name};
+use super::keys::{Keys, Problems, valid_env_name};
 use crate::schemes::{Scheme, SecretKey};
 
 const DESTINATION_KEYS: &[&str] = &[

@@ -3,8 +3,8 @@
 //! `hookbox check-config` reports each one. Secrets (`HOOKBOX_ADMIN_PASSWORD`) are reported as
 //! set or unset, never shown.
 
+use super::database::{DEFAULT_DATABASE_URL, Pools};
 use super::proxies::{TRUSTED_PROXIES_ENV, TrustedProxies};
-use crate::db::{DEFAULT_DATABASE_URL, Pools};
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -1,6 +1,9 @@
 //! The config file's parser: every key, every problem named.
 use super::destinations;
 use super::*;
+use crate::envelope::{Field, FieldRef, Mapping, Mode};
+use crate::providers::{ALL_PRESETS, Preset};
+use crate::schemes::Scheme;
 
 fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
     let vars: Vec<(String, String)> = vars

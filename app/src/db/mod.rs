@@ -30,17 +30,7 @@ use sea_orm::{
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Database pool sizes; `None` is the backend's default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Pools {
-    /// `HOOKBOX_DB_POOL_SIZE`: ingest on PostgreSQL (16), the read pool on SQLite (8).
-    pub ingest: Option<u32>,
-    /// `HOOKBOX_DASHBOARD_POOL_SIZE`: the dashboard's own pool on PostgreSQL (4).
-    pub dashboard: Option<u32>,
-}
-
-/// The database used when `DATABASE_URL` is unset.
-pub const DEFAULT_DATABASE_URL: &str = "sqlite://hookbox.db?mode=rwc";
+pub use crate::config::{DEFAULT_DATABASE_URL, Pools};
 
 /// How long a request waits for a connection before it answers 503: a bounded wait, never a hang.
 pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);

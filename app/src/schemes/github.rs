@@ -6,7 +6,8 @@
 
 use http::{HeaderMap, HeaderName};
 
-use super::{AuthError, SecretKey, hmac_sha256, match_any, required_header};
+use super::shared::{hmac_sha256, match_any, required_header};
+use super::{AuthError, SecretKey};
 
 const SIGNATURE: &str = "x-hub-signature-256";
 

@@ -7,9 +7,8 @@
 
 use http::{HeaderMap, HeaderName};
 
-use super::{
-    AuthError, SecretKey, check_tolerance, hmac_sha256, match_any, parse_stamped, required_header,
-};
+use super::shared::{check_tolerance, hmac_sha256, match_any, parse_stamped, required_header};
+use super::{AuthError, SecretKey};
 
 const SIGNATURE: &str = "x-hookbox-signature";
 

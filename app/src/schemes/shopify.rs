@@ -8,7 +8,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::{HeaderMap, HeaderName};
 
-use super::{AuthError, SecretKey, hmac_sha256, match_any, required_header};
+use super::shared::{hmac_sha256, match_any, required_header};
+use super::{AuthError, SecretKey};
 
 const SIGNATURE: &str = "x-shopify-hmac-sha256";
 

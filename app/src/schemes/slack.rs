@@ -6,9 +6,8 @@
 
 use http::{HeaderMap, HeaderName};
 
-use super::{
-    AuthError, SecretKey, check_tolerance, hmac_sha256, match_any, parse_unix, required_header,
-};
+use super::shared::{check_tolerance, hmac_sha256, match_any, parse_unix, required_header};
+use super::{AuthError, SecretKey};
 
 const TIMESTAMP: &str = "x-slack-request-timestamp";
 const SIGNATURE: &str = "x-slack-signature";

@@ -11,7 +11,8 @@ use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use http::{HeaderMap, HeaderName};
 
-use super::{AuthError, SecretKey, check_tolerance, header, hmac_sha256, match_any, parse_unix};
+use super::shared::{check_tolerance, header, hmac_sha256, match_any, parse_unix};
+use super::{AuthError, SecretKey};
 
 const ID: &str = "webhook-id";
 const TIMESTAMP: &str = "webhook-timestamp";

@@ -1,0 +1,239 @@
+//! `[[sources]]`: one sender account each: its name, its scheme and secrets, its rate limit, the
+//! destinations it forwards to, and its identity mapping (each key, else the preset's, else the
+//! snapshot envelope's).
+
+use super::destinations;
+use super::keys::{Keys, valid_env_name};
+use crate::envelope::{Field, FieldRef, Mapping, Mode};
+use crate::providers::{ALL_PRESETS, Preset};
+use crate::schemes::{Scheme, SecretKey};
+
+pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
+
+const SOURCE_KEYS: &[&str] = &[
+    "name",
+    "preset",
+    "scheme",
+    "secrets_env",
+    "tolerance_secs",
+    "rate_limit_per_sec",
+    "mode",
+    "event_id",
+    "object_id",
+    "revision",
+    "snapshot",
+    "event_type",
+    "forward",
+];
+
+/// One sender account: its endpoint, how it authenticates and where its identities live.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub name: String,
+    /// The provider preset the source was declared with; its keys may override any part.
+    pub preset: Option<Preset>,
+    pub scheme: Scheme,
+    /// The names of the environment variables the keys came from, in order (never the values).
+    pub secrets_env: Vec<String>,
+    /// The first key signs in `hookbox send`; any key verifies.
+    pub keys: Vec<SecretKey>,
+    pub tolerance_secs: u64,
+    /// Deliveries a second this process accepts for the source (a burst of as many); beyond
+    /// that, 429 with `Retry-After`. None: unlimited.
+    pub rate_limit_per_sec: Option<u32>,
+    pub mapping: Mapping,
+    /// The destinations its accepted events are forwarded to (`forward = [...]`).
+    pub forward: Vec<String>,
+}
+
+/// One `[[sources]]` table; `None` if it has a problem (recorded in `keys`).
+pub(super) fn read_source(
+    mut keys: Keys<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+    allow_unsigned: bool,
+    earlier_names: &[String],
+    destinations: &[&str],
+) -> Option<Source> {
+    let problems_before = keys.problems.found.len();
+    keys.refuse_unknown(SOURCE_KEYS);
+
+    let name = keys.name(earlier_names);
+
+    let preset = keys.string("preset").and_then(|spelled| {
+        let preset = Preset::from_name(&spelled);
+        if preset.is_none() {
+            let known: Vec<&str> = ALL_PRESETS.iter().map(|p| p.name()).collect();
+            keys.problem(
+                "preset",
+                format!("unknown preset {spelled:?} (known: {})", known.join(", ")),
+            );
+        }
+        preset
+    });
+
+    let scheme = match keys.string("scheme") {
+        Some(spelled) => {
+            let scheme = Scheme::from_name(&spelled);
+            if scheme.is_none() {
+                keys.problem("scheme", format!("unknown scheme {spelled:?}"));
+            }
+            scheme
+        }
+        None if keys.has("scheme") || keys.has("preset") => preset.map(Preset::scheme),
+        None => {
+            keys.problem("scheme", "is required (or a preset)");
+            None
+        }
+    };
+
+    let secrets_env = keys.strings("secrets_env").unwrap_or_default();
+    let mut secret_keys = Vec::new();
+    if scheme == Some(Scheme::None) {
+        if !allow_unsigned {
+            keys.problem(
+                "scheme",
+                "\"none\" accepts unsigned requests; set HOOKBOX_ALLOW_UNSIGNED=1 for local development only",
+            );
+        }
+    } else {
+        if secrets_env.is_empty() && !keys.has_refused("secrets_env") {
+            keys.problem("secrets_env", "must name at least one environment variable");
+        }
+        for var in &secrets_env {
+            // Not echoed: a value that is no variable name may be the secret itself.
+            if !valid_env_name(var) {
+                keys.problem(
+                    "secrets_env",
+                    "lists something that is not an environment variable name (letters, digits, _); \
+                     the file names the variables, the secrets stay in the environment",
+                );
+                continue;
+            }
+            let Some(value) = env(var).filter(|v| !v.is_empty()) else {
+                keys.problem(
+                    "secrets_env",
+                    format!("environment variable {var} is unset or empty"),
+                );
+                continue;
+            };
+            // Without a known scheme the value cannot be checked, only its presence.
+            if let Some(scheme) = scheme {
+                match scheme.parse_secret(&value) {
+                    Ok(key) => secret_keys.push(key),
+                    Err(why) => keys.problem("secrets_env", format!("the secret in {var}: {why}")),
+                }
+            }
+        }
+    }
+
+    let tolerance_secs = keys
+        .number("tolerance_secs", 0)
+        .unwrap_or(DEFAULT_TOLERANCE_SECS);
+    let rate_limit_per_sec = keys.number("rate_limit_per_sec", 1);
+
+    let mode = match keys.string("mode").as_deref() {
+        Some("snapshot") => Mode::Snapshot,
+        Some("dedup") => Mode::Dedup,
+        Some(other) => {
+            keys.problem(
+                "mode",
+                format!("must be \"snapshot\" or \"dedup\", not {other:?}"),
+            );
+            Mode::Snapshot
+        }
+        None => preset.map_or(Mode::Snapshot, |p| p.mapping().mode),
+    };
+    let mapping = read_mapping(&mut keys, preset, mode);
+    let forward = destinations::read_forward(&mut keys, destinations);
+
+    let complete = keys.problems.found.len() == problems_before;
+    match (name, scheme, mapping) {
+        (Some(name), Some(scheme), Some(mapping)) if complete => Some(Source {
+            name,
+            preset,
+            scheme,
+            secrets_env,
+            keys: secret_keys,
+            tolerance_secs,
+            rate_limit_per_sec,
+            mapping,
+            forward,
+        }),
+        _ => None,
+    }
+}
+
+/// The identity mapping: each key, else the preset's, else the snapshot envelope's default.
+fn read_mapping(keys: &mut Keys<'_>, preset: Option<Preset>, mode: Mode) -> Option<Mapping> {
+    let preset = preset.map(Preset::mapping);
+    let snapshot_only =
+        |pointer: &str| (mode == Mode::Snapshot).then(|| Field::from(FieldRef::pointer(pointer)));
+
+    let event_id = match keys.field("event_id") {
+        Some(Some(field)) => Some(field),
+        Some(None) => {
+            keys.problem("event_id", "must name at least one place");
+            None
+        }
+        None if keys.has("event_id") => None,
+        None => Some(match &preset {
+            Some(preset) => preset.event_id.clone(),
+            None => FieldRef::pointer("/event_id").into(),
+        }),
+    };
+    let object_id = keys.field("object_id").unwrap_or_else(|| {
+        preset
+            .as_ref()
+            .and_then(|p| p.object_id.clone())
+            .or_else(|| snapshot_only("/object_id"))
+    });
+    let revision = keys
+        .field("revision")
+        .unwrap_or_else(|| snapshot_only("/revision"));
+    let snapshot = keys
+        .field("snapshot")
+        .unwrap_or_else(|| snapshot_only("/snapshot"));
+    let event_type = keys.field("event_type").unwrap_or_else(|| match &preset {
+        Some(preset) => preset.event_type.clone(),
+        None => Some(FieldRef::pointer("/type").into()),
+    });
+
+    match mode {
+        Mode::Dedup => {
+            for key in ["revision", "snapshot"] {
+                if keys.has(key) {
+                    keys.problem(key, "applies to snapshot mode only (this source is dedup)");
+                }
+            }
+        }
+        Mode::Snapshot => {
+            for (key, field) in [
+                ("object_id", &object_id),
+                ("revision", &revision),
+                ("snapshot", &snapshot),
+            ] {
+                if field.is_none() && !keys.has_refused(key) {
+                    keys.problem(key, "is required in snapshot mode");
+                }
+            }
+        }
+    }
+    let from_header = |field: &Option<Field>| {
+        field
+            .iter()
+            .flat_map(Field::places)
+            .any(|place| matches!(place, FieldRef::Header(_)))
+    };
+    if mode == Mode::Snapshot && from_header(&snapshot) {
+        keys.problem("snapshot", "must be a JSON pointer into the body");
+    }
+
+    Some(Mapping {
+        mode,
+        event_id: event_id?,
+        object_id,
+        revision,
+        snapshot,
+        event_type,
+    })
+}

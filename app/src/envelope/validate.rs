@@ -1,0 +1,182 @@
+//! A delivery's body and headers, read through a source's mapping: a validated [`Envelope`], or
+//! an [`Invalid`] that names the field and keeps what could be read for the archive.
+
+use super::mapping::{Field, FieldRef, Mapping, Mode};
+use super::{Envelope, Invalid, InvalidKind, MAX_ID_BYTES, Revision, Snapshot};
+use crate::json::{self, JsonError, Node, Value};
+use http::HeaderMap;
+
+/// A field's value, found in the body or in a header.
+enum Found<'n, 'a> {
+    Json(&'n Node<'a>),
+    Header(String),
+}
+
+/// Validates a delivery's body and headers against a source's mapping.
+pub fn parse_envelope(
+    mapping: &Mapping,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Envelope, Invalid> {
+    let invalid = |kind, reason: String| Invalid {
+        kind,
+        reason,
+        event_id: None,
+        object_id: None,
+        event_type: None,
+    };
+    let text = std::str::from_utf8(body).map_err(|e| {
+        invalid(
+            InvalidKind::Unreadable,
+            format!("body is not UTF-8 (invalid byte at {})", e.valid_up_to()),
+        )
+    })?;
+    // A body with a value the database cannot store is refused, but read as far as it can be
+    // first, so that its archive row keeps the identity sent before (or after) that value.
+    let (doc, unstorable) = match json::parse(text) {
+        Ok(doc) => (doc, None),
+        Err(e @ JsonError::Syntax { .. }) => {
+            return Err(invalid(InvalidKind::Unreadable, e.to_string()));
+        }
+        Err(e @ JsonError::Unsupported { .. }) => match json::parse_tolerant(text) {
+            Ok(doc) => (doc, Some(e)),
+            Err(_) => return Err(invalid(InvalidKind::Unacceptable, e.to_string())),
+        },
+    };
+
+    // The first place of a field that is present in the request, and which place that was.
+    let find = |field: &Field| -> Option<(Found<'_, '_>, String)> {
+        field.places().iter().find_map(|place| {
+            let found = match place {
+                FieldRef::Pointer(p) => doc.pointer(p).map(Found::Json),
+                FieldRef::Header(name) => headers
+                    .get(name)
+                    .map(|v| Found::Header(String::from_utf8_lossy(v.as_bytes()).into_owned())),
+            }?;
+            Some((found, place.describe()))
+        })
+    };
+    let identity = |name: &str, field: &Field| -> Result<Option<String>, String> {
+        let (value, place) = match find(field) {
+            None => return Ok(None),
+            Some((Found::Header(value), place)) => (value, place),
+            Some((Found::Json(node), place)) => match &node.value {
+                Value::String(s) => (s.clone(), place),
+                _ => return Err(format!("{name} ({place}) must be a string")),
+            },
+        };
+        if value.is_empty() {
+            return Err(format!("{name} ({place}) must not be empty"));
+        }
+        if value.len() > MAX_ID_BYTES {
+            return Err(format!(
+                "{name} ({place}) is longer than {MAX_ID_BYTES} bytes"
+            ));
+        }
+        Ok(Some(value))
+    };
+
+    // Read what can be read first, so an invalid delivery is still archived under its identity.
+    let event_id = identity("event_id", &mapping.event_id);
+    let object_id = mapping
+        .object_id
+        .as_ref()
+        .map(|f| identity("object_id", f))
+        .transpose();
+    let event_type = mapping
+        .event_type
+        .as_ref()
+        .map(|f| identity("type", f))
+        .transpose();
+    let readable = |r: &Result<Option<Option<String>>, String>| r.clone().ok().flatten().flatten();
+    let mut fail = Invalid {
+        kind: InvalidKind::Unacceptable,
+        reason: String::new(),
+        event_id: event_id.clone().ok().flatten(),
+        object_id: readable(&object_id),
+        event_type: readable(&event_type),
+    };
+    let mut reject = |reason: String| {
+        fail.reason = reason;
+        fail.clone()
+    };
+    if let Some(e) = unstorable {
+        return Err(reject(e.to_string()));
+    }
+
+    let event_id = event_id.map_err(&mut reject)?.ok_or_else(|| {
+        reject(format!(
+            "event_id ({}) is missing",
+            mapping.event_id.describe()
+        ))
+    })?;
+    let object_id = object_id.map_err(&mut reject)?.flatten();
+    let event_type = event_type.map_err(&mut reject)?.flatten();
+
+    let (revision, snapshot) = match mapping.mode {
+        Mode::Dedup => (None, None),
+        Mode::Snapshot => {
+            let object_field = mapping
+                .object_id
+                .as_ref()
+                .map(Field::describe)
+                .unwrap_or_default();
+            if object_id.is_none() {
+                return Err(reject(format!("object_id ({object_field}) is missing")));
+            }
+            let revision = match mapping.revision.as_ref() {
+                None => return Err(reject("the source maps no revision field".into())),
+                Some(field) => match find(field) {
+                    None => {
+                        return Err(reject(format!(
+                            "revision ({}) is missing",
+                            field.describe()
+                        )));
+                    }
+                    Some((Found::Header(value), place)) => Revision::from_text(value.trim())
+                        .map_err(|why| reject(format!("revision ({place}) {why}")))?,
+                    Some((Found::Json(node), place)) => match &node.value {
+                        Value::Number(text) => Revision::from_text(text)
+                            .map_err(|why| reject(format!("revision ({place}) {why}")))?,
+                        _ => {
+                            return Err(reject(format!(
+                                "revision ({place}) must be a JSON integer"
+                            )));
+                        }
+                    },
+                },
+            };
+            let snapshot = match mapping.snapshot.as_ref() {
+                None => return Err(reject("the source maps no snapshot field".into())),
+                Some(field) => match find(field) {
+                    None => {
+                        return Err(reject(format!(
+                            "snapshot ({}) is missing",
+                            field.describe()
+                        )));
+                    }
+                    Some((Found::Header(_), place)) => {
+                        return Err(reject(format!(
+                            "snapshot ({place}) must come from the body"
+                        )));
+                    }
+                    Some((Found::Json(node), _)) if matches!(node.value, Value::Object(_)) => {
+                        Snapshot::new(node.raw(text).to_string())
+                    }
+                    Some((Found::Json(_), place)) => {
+                        return Err(reject(format!("snapshot ({place}) must be a JSON object")));
+                    }
+                },
+            };
+            (Some(revision), Some(snapshot))
+        }
+    };
+
+    Ok(Envelope {
+        event_id,
+        object_id,
+        revision,
+        snapshot,
+        event_type,
+    })
+}

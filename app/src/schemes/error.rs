@@ -1,0 +1,63 @@
+//! Why a request failed authentication: [`AuthError`], whose fixed texts are safe to log and
+//! to count.
+
+use std::fmt;
+
+/// Why a request failed authentication. The messages are fixed strings: they never carry
+/// secret material or request content, so they are safe to log and to count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthError {
+    /// A header the scheme needs is absent (its lower-case name).
+    MissingHeader(&'static str),
+    /// A header is present but cannot be parsed (what is wrong with it).
+    Malformed(&'static str),
+    /// The signed timestamp is too far from now, in either direction: `age_secs` is now minus
+    /// the timestamp (negative: from the future), saturated at the bounds of `i64`.
+    TimestampOutOfTolerance { age_secs: i64, tolerance_secs: u64 },
+    /// The headers parse, but none of their `signatures` matches any of the `secrets`
+    /// configured (counts only, saturated at `u16::MAX`).
+    NoMatchingSignature { signatures: u16, secrets: u16 },
+}
+
+impl fmt::Display for AuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuthError::MissingHeader(name) => write!(f, "missing header {name}"),
+            AuthError::Malformed(why) => write!(f, "malformed signature header: {why}"),
+            AuthError::TimestampOutOfTolerance {
+                age_secs,
+                tolerance_secs,
+            } => {
+                let side = if *age_secs >= 0 { "older" } else { "newer" };
+                let beyond = age_secs.unsigned_abs().saturating_sub(*tolerance_secs);
+                write!(
+                    f,
+                    "timestamp {beyond} s {side} than the tolerance of {tolerance_secs} s allows"
+                )
+            }
+            AuthError::NoMatchingSignature {
+                signatures,
+                secrets,
+            } => {
+                let plural =
+                    |n: u16, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+                if *signatures == 1 {
+                    write!(
+                        f,
+                        "the signature matches none of {}",
+                        plural(*secrets, "secret")
+                    )
+                } else {
+                    write!(
+                        f,
+                        "none of {} matches any of {}",
+                        plural(*signatures, "signature"),
+                        plural(*secrets, "secret")
+                    )
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for AuthError {}
