@@ -39,7 +39,7 @@ macro_rules! vocabulary {
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text),+
                 }
@@ -316,16 +316,29 @@ pub struct Overview {
     pub refused_24h: Vec<RejectedCount>,
 }
 
-/// Why `/hooks/{source}` refused a request before ingest, as recorded in `rejected_requests`
-/// (and as the `reason` label of `hookbox_refused_requests_total`).
-pub const REJECTED_REASONS: [&str; 6] = [
-    "unknown_source",
-    "unauthorized",
-    "rate_limited",
-    "too_large",
-    "unreadable",
-    "timed_out",
-];
+vocabulary! {
+    /// Why `/hooks/{source}` refused a request before ingest, as recorded in `rejected_requests`
+    /// and as the `reason` label of `hookbox_refused_requests_total`.
+    RefusalReason {
+        UnknownSource = "unknown_source",
+        Unauthorized = "unauthorized",
+        RateLimited = "rate_limited",
+        TooLarge = "too_large",
+        Unreadable = "unreadable",
+        TimedOut = "timed_out",
+    }
+}
+
+/// Every [`RefusalReason`]'s spelling, in its order: the `/rejected` filter's options.
+pub const REJECTED_REASONS: [&str; RefusalReason::ALL.len()] = {
+    let mut spellings = [""; RefusalReason::ALL.len()];
+    let mut i = 0;
+    while i < spellings.len() {
+        spellings[i] = RefusalReason::ALL[i].as_str();
+        i += 1;
+    }
+    spellings
+};
 
 /// The `/rejected` filter, in the URL like the archive's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

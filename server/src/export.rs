@@ -13,7 +13,7 @@ use crate::request_id::RequestId;
 use app::db::Db;
 use app::db::audit::{AuditEntry, audit};
 use app::db::export::{self, EXPORT_BATCH, EXPORT_CAP, ExportRow, Format, Place};
-use app::db::filter::QueryError;
+use app::db::filter::{QueryError, in_words};
 use app::guard::{ClientAddress, SignedIn};
 use app::model::{AuditAction, EventFilter};
 use axum::body::{Body, Bytes};
@@ -64,19 +64,8 @@ pub async fn events(
         };
     }
     // The filter in words, as bulk replay names it, with this filter's own status.
-    let scope = app::pages::events::bulk_scope(&filter);
-    let scope = scope.trim_end_matches(", status failed");
-    let status = filter
-        .status
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| format!(", status {s}"))
-        .unwrap_or_default();
-    let detail = format!(
-        "{} of {scope}{status} (at most {EXPORT_CAP} rows)",
-        format.as_str()
-    );
+    let scope = in_words(&filter, filter.status.as_deref());
+    let detail = format!("{} of {scope} (at most {EXPORT_CAP} rows)", format.as_str());
     let address = address.map(|Extension(ClientAddress(a))| a);
     if let Err(e) = audit(
         &state.db,
@@ -307,5 +296,5 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
 
 fn unavailable(request_id: &RequestId, error: &dyn std::fmt::Display) -> Response {
     tracing::error!(%error, "export: database unavailable");
-    crate::routes::unavailable(request_id)
+    crate::routes::answers::unavailable(request_id)
 }

@@ -1,7 +1,10 @@
 //! The router: the webhook endpoint, then the Leptos dashboard behind sign-in.
 
+pub(crate) mod answers;
+
 use crate::request_id::{RandomRequestId, RequestId, drop_unfit_request_id};
 use crate::{AppState, hooks, metrics};
+use answers::unavailable;
 use app::auth;
 use app::guard::{ClientAddress, SignedIn};
 use app::{App, shell};
@@ -147,13 +150,6 @@ async fn ready(State(state): State<AppState>, request_id: RequestId) -> Response
             unavailable(&request_id)
         }
     }
-}
-
-/// 503 for a page or check when the database does not answer, naming the request id to find
-/// the logged cause.
-pub(crate) fn unavailable(request_id: &RequestId) -> Response {
-    let text = format!("the database is unavailable; try again shortly (request id {request_id})");
-    (StatusCode::SERVICE_UNAVAILABLE, text).into_response()
 }
 
 /// Paths anyone may load: the sign-in page and the compiled assets.

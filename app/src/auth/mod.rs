@@ -121,6 +121,7 @@ pub async fn ensure_admin(db: &Db, password: Option<String>) -> Result<Option<St
 
 /// One database's sign-in state in this process, by [`store_key`].
 fn store_key(db: &Db) -> String {
+    // Not a spelling (`db::dialect`): each backend's pool names its database its own way.
     match db.backend() {
         sea_orm::DatabaseBackend::Postgres => {
             let options = db.conn.get_postgres_connection_pool().connect_options();

@@ -1,10 +1,10 @@
 //! The `/events` filter as SQL: validated values (a bad one is a 400 naming the field) and
 //! `WHERE` conditions with numbered placeholders, for PostgreSQL and SQLite alike.
 
-use crate::model::{EventFilter, OutcomeKind, Status};
-use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 pub(crate) use super::conditions::Conditions;
 pub use super::conditions::QueryError;
+use crate::model::{EventFilter, OutcomeKind, Status};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use sea_orm::DatabaseBackend;
 
 /// The years a `from` / `to` filter may name: what both databases store and compare correctly
@@ -147,6 +147,32 @@ pub(crate) fn add_filter_conditions(
         super::contains::push_containment(c, backend, &text, &value);
     }
     Ok(())
+}
+
+/// The filter in words, its fields as given (trimmed; empty ones left out), then `status` when
+/// one is given: `source crm, outcome invalid, status failed`, or `every source`. Bulk replay
+/// names the status it takes (failed), an export the filter's own.
+pub fn in_words(filter: &EventFilter, status: Option<&str>) -> String {
+    fn given(v: Option<&str>) -> Option<&str> {
+        v.map(str::trim).filter(|v| !v.is_empty())
+    }
+    let mut parts = vec![match given(filter.source.as_deref()) {
+        Some(source) => format!("source {source}"),
+        None => "every source".to_string(),
+    }];
+    for (label, value) in [
+        ("outcome", filter.outcome.as_deref()),
+        ("from", filter.from.as_deref()),
+        ("to", filter.to.as_deref()),
+        ("event or object id", filter.q.as_deref()),
+        ("body contains", filter.r#match.as_deref()),
+        ("status", status),
+    ] {
+        if let Some(value) = given(value) {
+            parts.push(format!("{label} {value}"));
+        }
+    }
+    parts.join(", ")
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use super::Db;
 use super::filter::{Conditions, QueryError};
-use crate::model::{REJECTED_REASONS, RejectedCount, RejectedFilter, RejectedPage, RejectedRow};
+use crate::model::{RefusalReason, RejectedCount, RejectedFilter, RejectedPage, RejectedRow};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
 
@@ -23,6 +23,7 @@ pub struct NewRejected {
     pub bucket: String,
     /// The source as requested (already cut to a bounded length).
     pub source: String,
+    /// Why it was refused: a [`RefusalReason`] spelled as stored.
     pub reason: &'static str,
     pub cause: String,
     pub client_address: String,
@@ -122,7 +123,8 @@ struct RejectedRecord {
     received_at: DateTime<Utc>,
     bucket: String,
     source: String,
-    reason: String,
+    /// A reason hookbox does not record is an error, never a default.
+    reason: RefusalReason,
     cause: String,
     client_address: String,
     request_id: Option<String>,
@@ -144,13 +146,13 @@ fn conditions(filter: &RejectedFilter) -> Result<Conditions, QueryError> {
         c.push("bucket = ?", source);
     }
     if let Some(reason) = given(&filter.reason) {
-        if !REJECTED_REASONS.contains(&reason.as_str()) {
+        let Some(reason) = RefusalReason::parse(&reason) else {
             return Err(QueryError::BadFilter(format!(
                 "reason: {reason:?} is not one of {}",
-                REJECTED_REASONS.join(", ")
+                RefusalReason::spellings()
             )));
-        }
-        c.push("reason = ?", reason);
+        };
+        c.push("reason = ?", reason.as_str());
     }
     if let Some(before) = given(&filter.before) {
         let id: i64 = before.parse().map_err(|_| {
@@ -184,7 +186,7 @@ pub async fn list(db: &Db, filter: &RejectedFilter) -> Result<RejectedPage, Quer
                 received_at: r.received_at.to_rfc3339(),
                 bucket: r.bucket,
                 source: r.source,
-                reason: r.reason,
+                reason: r.reason.as_str().into(),
                 cause: r.cause,
                 client_address: r.client_address,
                 request_id: r.request_id,
@@ -236,7 +238,7 @@ pub async fn counts_since(db: &Db, since: DateTime<Utc>) -> Result<Vec<RejectedC
         .map(|r| {
             Ok(RejectedCount {
                 source: r.try_get("", "bucket")?,
-                reason: r.try_get("", "reason")?,
+                reason: r.try_get::<RefusalReason>("", "reason")?.as_str().into(),
                 n: r.try_get("", "n")?,
             })
         })

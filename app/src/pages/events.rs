@@ -119,30 +119,9 @@ pub async fn bulk_replay(
 
 /// The deliveries a bulk replay takes, in words: the filter's fields as given, then "status
 /// failed" (whatever status the filter names). `source crm, status failed`.
+#[cfg(feature = "ssr")]
 pub fn bulk_scope(filter: &EventFilter) -> String {
-    let given = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_string)
-    };
-    let mut parts = vec![match given(&filter.source) {
-        Some(source) => format!("source {source}"),
-        None => "every source".to_string(),
-    }];
-    for (label, value) in [
-        ("outcome", &filter.outcome),
-        ("from", &filter.from),
-        ("to", &filter.to),
-        ("event or object id", &filter.q),
-        ("body contains", &filter.r#match),
-    ] {
-        if let Some(value) = given(value) {
-            parts.push(format!("{label} {value}"));
-        }
-    }
-    parts.push("status failed".to_string());
-    parts.join(", ")
+    crate::db::filter::in_words(filter, Some(Status::Failed.as_str()))
 }
 
 #[component]

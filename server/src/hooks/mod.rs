@@ -1,0 +1,289 @@
+//! `POST /hooks/{source}`: authenticate over the raw bytes, validate, ingest, answer
+//! (the answers table of `docs/webhooks.md`). Nothing is answered 2xx before its transaction has
+//! committed, except a provider's handshake (Slack's URL verification), which is authenticated but
+//! is not an event.
+//!
+//! The handler and its steps are here; the body read within limits in `body`, what the archive
+//! keeps of the headers in `archived`, the refusals and the 503 in `refusal`, the answers to an
+//! ingested delivery in `answer`.
+
+mod answer;
+mod archived;
+mod body;
+mod refusal;
+
+pub use archived::{ARCHIVED_NAME_BYTES, ARCHIVED_REDACTED_KEPT, ARCHIVED_VALUE_BYTES};
+pub use body::DISCARD_BYTES;
+pub use refusal::{RETRY_AFTER_SECS, Rejection, UNKNOWN_SOURCE};
+
+use crate::AppState;
+use crate::metrics::SourceMetrics;
+use crate::request_id::RequestId;
+use answer::{json, outcome_answer};
+use app::config::Source;
+use app::envelope::parse_envelope;
+use app::ingest::{self, Outcome, Received, Recorded};
+use app::providers;
+use archived::archived_headers;
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use body::{declared_length, read_body};
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use refusal::{BodySeen, Refusal};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub async fn receive(
+    State(state): State<std::sync::Arc<AppState>>,
+    Path(source_name): Path<String>,
+    request_id: RequestId,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match ingest_request(&state, &source_name, request_id.clone(), &headers, body).await {
+        Ok(response) => response,
+        Err(refusal) => refusal
+            .count_and_log(&state, &source_name, &request_id, peer, &headers)
+            .into_response(),
+    }
+}
+
+/// The request's steps, in order: the source, the body within limits, authentication, the
+/// source's rate, a provider's handshake, then ingest and its answer.
+async fn ingest_request(
+    state: &AppState,
+    source_name: &str,
+    request_id: RequestId,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, Refusal> {
+    let declared = declared_length(headers);
+    let source = configured_source(state, source_name, declared)?;
+    let body = read_within_limits(state, body, declared, headers).await?;
+    let now = Utc::now();
+    authenticate(source, headers, &body, now)?;
+    within_rate_limit(state, source, &body)?;
+    if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
+        tracing::info!(source = %source.name, "provider handshake answered (not archived)");
+        return Ok(json(StatusCode::OK, reply));
+    }
+    let ingested = ingest(state, source, headers, &body, now, request_id).await?;
+    Ok(outcome_answer(
+        &ingested.outcome,
+        ingested.event_id.as_deref(),
+        ingested.invalid_status,
+    ))
+}
+
+/// The configured source of that name; none is a 404, the body left unread.
+fn configured_source<'a>(
+    state: &'a AppState,
+    source_name: &str,
+    declared: Option<u64>,
+) -> Result<&'a Source, Refusal> {
+    state.config.source(source_name).ok_or_else(|| {
+        Refusal::new(
+            Rejection::UnknownSource,
+            format!(
+                "no source named \"{}\" is configured (the body was not read)",
+                crate::rejected_log::cut(source_name, 60)
+            ),
+            BodySeen::declared(declared),
+        )
+    })
+}
+
+/// The body, within the server's `max_body_bytes` and `body_read_timeout_secs`.
+async fn read_within_limits(
+    state: &AppState,
+    body: Body,
+    declared: Option<u64>,
+    headers: &HeaderMap,
+) -> Result<Bytes, Refusal> {
+    // In all, not per chunk: a sender trickling its body cannot hold a connection longer.
+    let deadline = Duration::from_secs(state.config.server.body_read_timeout_secs);
+    read_body(
+        body,
+        declared,
+        headers,
+        state.config.server.max_body_bytes,
+        deadline,
+    )
+    .await
+}
+
+/// Checks the source's scheme over the raw bytes; a failure is a 401 that tells nothing more.
+fn authenticate(
+    source: &Source,
+    headers: &HeaderMap,
+    body: &Bytes,
+    now: DateTime<Utc>,
+) -> Result<(), Refusal> {
+    let Err(why) = source.scheme.verify(
+        headers,
+        body,
+        &source.keys,
+        source.tolerance_secs,
+        now.timestamp(),
+    ) else {
+        return Ok(());
+    };
+    tracing::info!(source = %source.name, reason = %why, "authentication failed");
+    metrics::counter!("hookbox_auth_failures_total", "source" => source.name.clone()).increment(1);
+    Err(Refusal::new(
+        Rejection::Unauthorized,
+        why.to_string(),
+        BodySeen::read(body),
+    ))
+}
+
+/// Takes one delivery from the source's `rate_limit_per_sec`; over it, a 429 with the wait.
+/// Counted only once the sender is authenticated: unsigned junk cannot spend a genuine
+/// sender's allowance.
+fn within_rate_limit(state: &AppState, source: &Source, body: &Bytes) -> Result<(), Refusal> {
+    let Some(per_sec) = source.rate_limit_per_sec else {
+        return Ok(());
+    };
+    let Err(wait) = state.limiter.take(&source.name, per_sec) else {
+        return Ok(());
+    };
+    metrics::counter!("hookbox_rate_limited_total", "source" => source.name.clone()).increment(1);
+    let retry_after_secs = wait.as_secs().max(1);
+    Err(Refusal::new(
+        Rejection::RateLimited {
+            per_sec,
+            retry_after_secs,
+        },
+        format!(
+            "over the source's {per_sec} deliveries a second; told to retry after {retry_after_secs} s"
+        ),
+        BodySeen::read(body),
+    ))
+}
+
+/// What became of an ingested delivery, for its answer.
+struct Ingested {
+    outcome: Outcome,
+    event_id: Option<String>,
+    /// The 400 or 422 an invalid envelope chose.
+    invalid_status: Option<StatusCode>,
+}
+
+/// Records the delivery in one transaction, timed and counted; the database failing is a 503.
+/// A recorded new event wakes the forwarder when the source forwards.
+async fn ingest(
+    state: &AppState,
+    source: &Source,
+    headers: &HeaderMap,
+    body: &Bytes,
+    now: DateTime<Utc>,
+    request_id: RequestId,
+) -> Result<Ingested, Refusal> {
+    let headers_json = archived_headers(headers, source);
+    let received = received(source, &headers_json, body, now);
+    let fallback;
+    let source_metrics = match state.delivery_metrics.get(&source.name) {
+        Some(m) => m,
+        None => {
+            fallback = SourceMetrics::new(&source.name);
+            &fallback
+        }
+    };
+    let started = std::time::Instant::now();
+    let (recorded, event_id, invalid_status) = record(state, source, headers, &received).await;
+    source_metrics
+        .transaction()
+        .record(started.elapsed().as_secs_f64());
+    let Recorded {
+        archive_id,
+        outcome,
+    } = recorded.map_err(|e| {
+        tracing::error!(source = %source.name, error = %e, "delivery not recorded: database unavailable");
+        source_metrics.unavailable().increment(1);
+        Refusal::new(
+            Rejection::Unavailable { request_id },
+            String::new(),
+            BodySeen::default(),
+        )
+    })?;
+    source_metrics.delivered(outcome.kind()).increment(1);
+    // What the shipped silence alert reads (`deploy/prometheus/alerts.yml`).
+    source_metrics
+        .last_delivery()
+        .set(now.timestamp_micros() as f64 / 1e6);
+    // Every delivery is in the archive; a line per delivery at the default level would be the
+    // hot path's costliest step after the database (`docs/benchmarks.md`).
+    tracing::debug!(
+        source = %source.name,
+        event_id = event_id.as_deref().unwrap_or("-"),
+        outcome = outcome.name(),
+        archive_id,
+        "delivery recorded"
+    );
+    if !source.forward.is_empty() && matches!(outcome, Outcome::Applied { .. } | Outcome::Accepted)
+    {
+        state.forward_wake.notify_one();
+    }
+    Ok(Ingested {
+        outcome,
+        event_id,
+        invalid_status,
+    })
+}
+
+/// The delivery as ingest takes it: not a replay, for the source's destinations.
+fn received<'a>(
+    source: &'a Source,
+    headers_json: &'a str,
+    body: &'a Bytes,
+    now: DateTime<Utc>,
+) -> Received<'a> {
+    Received {
+        source: &source.name,
+        headers_json,
+        body,
+        received_at: now,
+        replay_of: None,
+        replayed_by: None,
+        signed_body_digest: source
+            .scheme
+            .signs_body_only()
+            .then(|| ingest::body_digest(body)),
+        forward_to: &source.forward,
+    }
+}
+
+/// Parses the envelope and runs the transaction: a valid delivery applied (or deduplicated), an
+/// invalid one archived as invalid. With the event id, and the 400 or 422 an invalid envelope
+/// chose.
+async fn record(
+    state: &AppState,
+    source: &Source,
+    headers: &HeaderMap,
+    received: &Received<'_>,
+) -> (
+    Result<Recorded, sea_orm::DbErr>,
+    Option<String>,
+    Option<StatusCode>,
+) {
+    match parse_envelope(&source.mapping, headers, received.body) {
+        Ok(envelope) => {
+            let recorded =
+                ingest::apply_delivery(&state.db, source.mapping.mode, received, &envelope).await;
+            (recorded, Some(envelope.event_id), None)
+        }
+        Err(invalid) => (
+            ingest::record_invalid(&state.db, received, &invalid).await,
+            invalid.event_id.clone(),
+            Some(invalid.status()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;
