@@ -329,17 +329,6 @@ vocabulary! {
     }
 }
 
-/// Every [`RefusalReason`]'s spelling, in its order: the `/rejected` filter's options.
-pub const REJECTED_REASONS: [&str; RefusalReason::ALL.len()] = {
-    let mut spellings = [""; RefusalReason::ALL.len()];
-    let mut i = 0;
-    while i < spellings.len() {
-        spellings[i] = RefusalReason::ALL[i].as_str();
-        i += 1;
-    }
-    spellings
-};
-
 /// The `/rejected` filter, in the URL like the archive's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RejectedFilter {
@@ -360,7 +349,7 @@ pub struct RejectedRow {
     pub bucket: String,
     /// The source as requested.
     pub source: String,
-    pub reason: String,
+    pub reason: RefusalReason,
     /// The precise cause ("no signature header", "timestamp 412 s older than …").
     pub cause: String,
     pub client_address: String,
@@ -382,7 +371,7 @@ pub struct RejectedPage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RejectedCount {
     pub source: String,
-    pub reason: String,
+    pub reason: RefusalReason,
     pub n: i64,
 }
 

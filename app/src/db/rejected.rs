@@ -186,7 +186,7 @@ pub async fn list(db: &Db, filter: &RejectedFilter) -> Result<RejectedPage, Quer
                 received_at: r.received_at.to_rfc3339(),
                 bucket: r.bucket,
                 source: r.source,
-                reason: r.reason.as_str().into(),
+                reason: r.reason,
                 cause: r.cause,
                 client_address: r.client_address,
                 request_id: r.request_id,
@@ -238,7 +238,7 @@ pub async fn counts_since(db: &Db, since: DateTime<Utc>) -> Result<Vec<RejectedC
         .map(|r| {
             Ok(RejectedCount {
                 source: r.try_get("", "bucket")?,
-                reason: r.try_get::<RefusalReason>("", "reason")?.as_str().into(),
+                reason: r.try_get::<RefusalReason>("", "reason")?,
                 n: r.try_get("", "n")?,
             })
         })

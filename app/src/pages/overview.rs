@@ -215,11 +215,11 @@ fn Refused(counts: Vec<RejectedCount>) -> impl IntoView {
                         <thead><tr><th scope="col">"Source"</th><th scope="col">"Reason"</th><th scope="col">"Requests"</th></tr></thead>
                         <tbody>
                             {counts.into_iter().map(|c| {
-                                let href = format!("/rejected?source={}&reason={}", crate::url::urlencode(&c.source), crate::url::urlencode(&c.reason));
+                                let href = format!("/rejected?source={}&reason={}", crate::url::urlencode(&c.source), crate::url::urlencode(c.reason.as_str()));
                                 view! {
                                     <tr data-testid="refused-count">
                                         <th scope="row">{c.source}</th>
-                                        <td><code>{c.reason}</code></td>
+                                        <td><code>{c.reason.as_str()}</code></td>
                                         <td><a href=href>{c.n}</a></td>
                                     </tr>
                                 }

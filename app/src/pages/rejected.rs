@@ -5,7 +5,7 @@
 
 use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
-use crate::model::{REJECTED_REASONS, RejectedFilter, RejectedPage, RejectedRow};
+use crate::model::{RefusalReason, RejectedFilter, RejectedPage, RejectedRow};
 use crate::components::query::{param, query_pairs};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -71,7 +71,7 @@ pub fn RejectedPage() -> impl IntoView {
                         <label>"Reason"
                             <select name="reason">
                                 <option value="">"any"</option>
-                                {REJECTED_REASONS.iter().map(|r| view! { <option value=*r selected=selected("reason", r.to_string())>{*r}</option> }).collect_view()}
+                                {RefusalReason::ALL.iter().map(|r| r.as_str()).map(|r| view! { <option value=r selected=selected("reason", r.to_string())>{r}</option> }).collect_view()}
                             </select>
                         </label>
                         <button type="submit">"Apply"</button>
@@ -127,7 +127,7 @@ fn RejectedLine(r: RejectedRow) -> impl IntoView {
         <tr data-testid="rejected-row">
             <td><LocalTime utc=r.received_at/></td>
             <td>{source}</td>
-            <td><code>{r.reason}</code></td>
+            <td><code>{r.reason.as_str()}</code></td>
             <td data-testid="rejected-cause">{r.cause}</td>
             <td>{r.client_address}</td>
             <td class="wrap">{body}</td>
