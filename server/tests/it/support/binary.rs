@@ -1,7 +1,9 @@
 //! The built `hookbox` binary as a process of its own, for the tests that need one: signals,
-//! kill -9, several processes on one database, its own memory.
+//! kill -9, several processes on one database, its own memory; a free address for it to bind,
+//! and a delivery sent to it.
 
-use super::{SHOP_SECRET, free_addr, test_env};
+use super::{SHOP_SECRET, now, test_env};
+use app::schemes::Scheme;
 use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -127,4 +129,36 @@ impl Binary {
             .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
             .unwrap_or(0)
     }
+}
+
+/// A loopback address nothing listens on (for a process to bind).
+pub fn free_addr() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address")
+}
+
+/// Posts a delivery to `shop` at `addr`, signed as its sender signs (`hmac-sha256`): (status,
+/// the answer's `status` or its text); `None` when no answer came (the process died).
+pub async fn send_to(
+    client: &reqwest::Client,
+    addr: SocketAddr,
+    body: &str,
+) -> Option<(u16, String)> {
+    let key = Scheme::HmacSha256
+        .parse_secret(SHOP_SECRET)
+        .expect("test secret");
+    let mut request = client
+        .post(format!("http://{addr}/hooks/shop"))
+        .body(body.to_string());
+    for (name, value) in Scheme::HmacSha256.sign(&key, "msg", body.as_bytes(), now()) {
+        request = request.header(name.to_string(), value);
+    }
+    let response = request.send().await.ok()?;
+    let status = response.status().as_u16();
+    let text = response.text().await.ok()?;
+    let outcome = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v["status"].as_str().map(str::to_string))
+        .unwrap_or(text);
+    Some((status, outcome))
 }
