@@ -8,10 +8,12 @@
 //! Polling (`HOOKBOX_FORWARD_POLL_MS`) is the backstop: retries coming due, a lost notification,
 //! SQLite's other processes.
 //!
-//! Shutdown: it stops claiming, lets the attempts in flight finish within the grace period, then
-//! abandons the rest and gives up their claims, so their rows are due again at once (for another
-//! process or the next start). Nothing is marked delivered that was not answered 2xx.
+//! Shutdown (its token cancelled): it stops claiming and listening, lets the attempts in flight
+//! finish within the grace period, then abandons the rest and gives up their claims, so their
+//! rows are due again at once (for another process or the next start). Nothing is marked
+//! delivered that was not answered 2xx.
 
+use crate::background::Background;
 use app::config::{Config, Destination};
 use app::db::Db;
 use app::forward::{self, AttemptResult, Claimed};
@@ -35,28 +37,30 @@ const EXCERPT_BYTES: usize = 1024;
 pub struct Options {
     /// Notified by ingest in this process after a commit that wrote forward rows.
     pub wake: Arc<Notify>,
-    /// Notified once at shutdown.
-    pub stop: Arc<Notify>,
+    /// Where it runs, its LISTEN task with it: it stops claiming when this is cancelled.
+    pub background: Background,
     /// How often it looks for due rows when nothing woke it.
     pub poll: Duration,
-    /// How long attempts in flight may take after `stop`.
+    /// How long attempts in flight may take after the cancellation.
     pub grace: Duration,
 }
 
-/// Runs until `stop` is notified, then lets attempts in flight finish within the grace period.
+/// Runs until its background is cancelled, then lets attempts in flight finish within the grace
+/// period.
 pub async fn run(db: Db, config: Arc<Config>, options: Options) {
     let Options {
         wake,
-        stop,
+        background,
         poll,
         grace,
     } = options;
+    let stop = background.token();
     if config.destinations.is_empty() {
         // Nothing to send here; what this process commits is still announced to the others
         // (a configuration that names no destination yet, during a rolling change).
         loop {
             tokio::select! {
-                () = stop.notified() => return,
+                () = stop.cancelled() => return,
                 () = wake.notified() => announce(&db).await,
             }
         }
@@ -98,8 +102,14 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
     let limiter = Arc::new(crate::rate_limit::RateLimiter::default());
     // Other processes' wake-ups (PostgreSQL only).
     let peers = Arc::new(Notify::new());
-    let listener = (db.backend() == DatabaseBackend::Postgres)
-        .then(|| tokio::spawn(listen(db.clone(), peers.clone())));
+    if db.backend() == DatabaseBackend::Postgres {
+        let listening = stop
+            .clone()
+            .run_until_cancelled_owned(listen(db.clone(), peers.clone()));
+        background.spawn("forwarder LISTEN", async move {
+            listening.await;
+        });
+    }
     let mut attempts = tokio::task::JoinSet::new();
     loop {
         // Claim while at most half the batch is in flight: a slow attempt holds one slot, never
@@ -140,16 +150,13 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
         }
         tokio::select! {
             biased;
-            () = stop.notified() => break,
+            () = stop.cancelled() => break,
             // A finished attempt may free an object's next revision, and room in the batch.
             Some(_) = attempts.join_next(), if !attempts.is_empty() => {}
             () = wake.notified() => announce(&db).await,
             () = peers.notified() => {}
             () = tokio::time::sleep(poll), if attempts.is_empty() => {}
         }
-    }
-    if let Some(listener) = listener {
-        listener.abort();
     }
     let in_flight = attempts.len();
     if in_flight > 0 {
@@ -195,7 +202,8 @@ async fn announce(db: &Db) {
 }
 
 /// Listens on [`CHANNEL`] on a connection of its own and wakes the forwarder on each
-/// notification; reconnects after a lost connection (polling covers the gap).
+/// notification; reconnects after a lost connection (polling covers the gap). Never ends: it is
+/// dropped when the forwarder stops.
 async fn listen(db: Db, peers: Arc<Notify>) {
     use sea_orm::sqlx::postgres::{PgListener, PgPoolOptions};
     let options = db

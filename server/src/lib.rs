@@ -1,6 +1,8 @@
 //! The `hookbox` binary's library: the axum router, the webhook endpoint and the commands.
 
+pub mod background;
 pub mod check_config;
+pub mod database;
 pub mod export;
 pub mod forwarder;
 pub mod hooks;

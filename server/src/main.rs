@@ -109,7 +109,7 @@ async fn main() -> ExitCode {
     };
     let result = match command {
         Command::Serve => server::serve::run(settings).await,
-        Command::Migrate => server::serve::connect_and_migrate(&settings)
+        Command::Migrate => server::database::connect_and_migrate(&settings)
             .await
             .map(|_| {
                 tracing::info!("schema is up to date");

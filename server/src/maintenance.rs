@@ -6,7 +6,7 @@
 //! (or judge the archive) by a default nobody chose. Both print the retention, where it came
 //! from and the cutoff it gives.
 
-use crate::serve::connect_and_migrate;
+use crate::database::connect_and_migrate;
 use anyhow::{Context, bail};
 use app::config::{CONFIG_ENV, Config, DEFAULT_CONFIG_FILE, Settings};
 use app::maintenance::{purge, verify};

@@ -27,9 +27,9 @@ use app::db::rejected::{self, MAX_BATCH, NewRejected};
 use axum::http::HeaderMap;
 use sea_orm::{DatabaseBackend, DatabaseConnection};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Rows waiting for the writer, at most.
 pub const BUFFER: usize = 1024;
@@ -80,7 +80,7 @@ impl RejectedLog {
     }
 }
 
-/// The writer: runs until `stop` is notified, then writes what is buffered and returns.
+/// The writer: runs until `stop` is cancelled, then writes what is buffered and returns.
 pub struct Writer {
     from_endpoint: mpsc::Receiver<NewRejected>,
     db: Db,
@@ -103,7 +103,7 @@ pub fn start(db: Db, limits: Limits) -> (RejectedLog, Writer) {
 }
 
 impl Writer {
-    pub async fn run(mut self, stop: Arc<Notify>) {
+    pub async fn run(mut self, stop: CancellationToken) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         let mut age_check = tokio::time::interval(AGE_CHECK);
         age_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -118,14 +118,14 @@ impl Writer {
                     // full): the log never takes more than one batch per interval.
                     tokio::select! {
                         () = tokio::time::sleep(BATCH_INTERVAL) => {}
-                        () = stop.notified() => {
+                        () = stop.cancelled() => {
                             self.drain(&mut batch).await;
                             return;
                         }
                     }
                 }
                 _ = age_check.tick() => self.purge_old().await,
-                () = stop.notified() => {
+                () = stop.cancelled() => {
                     self.drain(&mut batch).await;
                     return;
                 }

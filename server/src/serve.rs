@@ -1,8 +1,9 @@
 //! `hookbox serve`: migrate, bind, serve until SIGTERM or Ctrl-C.
 
+use crate::background::Background;
+use crate::database::connect_and_migrate;
 use crate::{AppState, routes};
 use anyhow::Context;
-use app::config::settings::redact_url;
 use app::config::{Config, Settings};
 use app::db::Db;
 use axum::extract::ConnectInfo;
@@ -10,7 +11,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use leptos::prelude::LeptosOptions;
-use migration::{Migrator, MigratorTrait};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,17 +25,6 @@ pub fn leptos_options(addr: SocketAddr, site_root: &str) -> LeptosOptions {
         .site_pkg_dir("pkg")
         .site_addr(addr)
         .build()
-}
-
-pub async fn connect_and_migrate(settings: &Settings) -> anyhow::Result<Db> {
-    let url = &settings.database_url;
-    let db = Db::connect_with(url, settings.pools)
-        .await
-        .with_context(|| format!("connect to the database ({})", redact_url(url)))?;
-    Migrator::up(&db.writer, None)
-        .await
-        .context("migrate the schema")?;
-    Ok(db)
 }
 
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
@@ -55,19 +44,24 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         ),
     }
     tracing::info!(%addr, backend = ?db.backend(), "hookbox listening");
-    // Archive retention: shortly after start, then daily; it ends with the process.
-    tokio::spawn(app::maintenance::purge::run_daily(
-        db.clone(),
-        config.server.retention_days,
-        config.server.audit_retention_days,
-    ));
+    let background = Background::new();
+    // Archive retention: shortly after start, then daily, until the server has stopped.
+    background.spawn(
+        "daily purge",
+        app::maintenance::purge::run_daily(
+            db.clone(),
+            config.server.retention_days,
+            config.server.audit_retention_days,
+            background.stopped(),
+        ),
+    );
     let mut state = AppState::new(db, Arc::new(config));
     state.settings = Arc::new(settings);
-    serve(listener, state, shutdown_signal()).await
+    serve_on(background, listener, state, shutdown_signal()).await
 }
 
 /// Serves on a bound listener until `shutdown` resolves, then lets requests in flight finish
-/// (at most the grace period) and closes the pool.
+/// (at most the grace period), stops the background loops and closes the pool.
 ///
 /// The accept loop is hyper's own rather than `axum::serve` because only hyper's connection
 /// builder can bound how long a client takes to send its headers: a connection that has not
@@ -75,20 +69,43 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
 /// connections included) is closed, so slow or silent clients cannot hold connections forever.
 /// Bodies are bounded separately (`server.body_read_timeout_secs`, and every request by `server.request_timeout_secs`). HTTP/1.1 only: hookbox sits
 /// behind a load balancer that speaks HTTP/1.1 to it.
+///
+/// Shutdown, in order:
+/// 1. `shutdown` resolves: the server stops accepting, the forwarder stops claiming (its
+///    attempts in flight have the grace period).
+/// 2. The requests in flight finish, or the grace period ends them.
+/// 3. The background is cancelled: the refused-requests writer writes what is buffered, the
+///    daily purge stops. Every background loop gets the grace period and a moment more to end.
+/// 4. The refused sign-ins counted in memory are written, and the pools close.
 pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    serve_on(Background::new(), listener, state, shutdown).await
+}
+
+/// [`serve`], with loops already started on `background`: they stop once the server has.
+pub async fn serve_on(
+    background: Background,
     listener: TcpListener,
     mut state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
+    // Cancelled when `shutdown` resolves: what stops with the accept loop. The background
+    // itself is cancelled once the server has stopped.
+    let stopping = background.child();
     // The refused-requests log writes until the server has stopped, then what is buffered.
     let (rejected_log, rejected_writer) = crate::rejected_log::start(
         state.db.clone(),
         crate::rejected_log::Limits::of(&state.config.server),
     );
     state.rejected_log = rejected_log;
-    let rejected_stop = Arc::new(tokio::sync::Notify::new());
-    let rejected_writer = tokio::spawn(rejected_writer.run(rejected_stop.clone()));
+    background.spawn(
+        "refused-requests writer",
+        rejected_writer.run(background.token().clone()),
+    );
     let db = state.db.clone();
     let header_timeout = Duration::from_secs(state.config.server.header_read_timeout_secs);
     // A client that reads nothing of its answer for the request deadline is dropped.
@@ -100,34 +117,34 @@ pub async fn serve(
     );
     // The forwarder stops claiming at shutdown and lets its attempts in flight finish within the
     // grace period; the pools close after it.
-    let forwarder_stop = Arc::new(tokio::sync::Notify::new());
-    let forwarder = tokio::spawn(crate::forwarder::run(
-        db.clone(),
-        state.config.clone(),
-        crate::forwarder::Options {
-            wake: state.forward_wake.clone(),
-            stop: forwarder_stop.clone(),
-            poll: state.settings.forward_poll,
-            grace,
-        },
-    ));
-    let (stopping, stop) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        forwarder_stop.notify_one();
-        let _ = stopping.send(true);
+    stopping.spawn(
+        "forwarder",
+        crate::forwarder::run(
+            db.clone(),
+            state.config.clone(),
+            crate::forwarder::Options {
+                wake: state.forward_wake.clone(),
+                background: stopping.clone(),
+                poll: state.settings.forward_poll,
+                grace,
+            },
+        ),
+    );
+    let trigger = stopping.clone();
+    stopping.spawn("shutdown signal", async move {
+        tokio::select! {
+            () = shutdown => trigger.cancel(),
+            () = trigger.stopped() => {}
+        }
     });
-    let stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = stop.wait_for(|stopping| *stopping).await;
-    };
     let server = accept_until(
         listener,
         app,
         (header_timeout, write_deadline),
-        stopped(stop.clone()),
+        stopping.stopped(),
     );
     let grace_over = async {
-        stopped(stop).await;
+        stopping.stopped().await;
         tokio::time::sleep(grace).await;
     };
     tokio::select! {
@@ -135,20 +152,8 @@ pub async fn serve(
         () = grace_over => tracing::warn!(?grace, "grace period over: stopping with requests in flight (their transactions roll back)"),
     }
     // The forwarder has the same grace period (it started with the server's), and a moment more
-    // to give up the claims of what it abandoned.
-    if tokio::time::timeout(grace + Duration::from_secs(5), forwarder)
-        .await
-        .is_err()
-    {
-        tracing::warn!("the forwarder did not stop in time; its claims end with their lease");
-    }
-    rejected_stop.notify_one();
-    if tokio::time::timeout(Duration::from_secs(5), rejected_writer)
-        .await
-        .is_err()
-    {
-        tracing::warn!("the refused-requests log did not finish writing in time");
-    }
+    // to give up the claims of what it abandoned; the writer flushes meanwhile.
+    background.shutdown(grace + Duration::from_secs(5)).await;
     // The refused sign-ins counted in memory since the last minute's write.
     if let Err(error) = app::auth::write_sign_in_records(&db).await {
         tracing::warn!(%error, "the last minute's refused sign-ins were not recorded");

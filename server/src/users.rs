@@ -1,6 +1,6 @@
 //! `hookbox user add|list|remove`: dashboard users, managed from the shell.
 
-use crate::serve::connect_and_migrate;
+use crate::database::connect_and_migrate;
 use anyhow::{Context, bail};
 use app::auth;
 use app::config::Settings;

@@ -99,14 +99,26 @@ pub async fn purge_forwarded(
 }
 
 /// The server's retention task: a purge of the archive and of the audit log shortly after
-/// start, then one every 24 hours. Runs until the process ends; a failed purge is logged and
-/// tried again at the next run.
-pub async fn run_daily(db: Db, retention_days: u32, audit_retention_days: u32) {
-    tokio::time::sleep(FIRST_RUN_AFTER).await;
-    let mut every_day = tokio::time::interval(INTERVAL);
-    loop {
-        every_day.tick().await;
-        run_once(&db, retention_days, audit_retention_days).await;
+/// start, then one every 24 hours. Runs until `stop` resolves; a failed purge is logged and
+/// tried again at the next run. A run under way at `stop` is dropped: each of its batches is a
+/// transaction of its own, done whole or not at all, and the next run goes on from there.
+pub async fn run_daily(
+    db: Db,
+    retention_days: u32,
+    audit_retention_days: u32,
+    stop: impl Future<Output = ()>,
+) {
+    let runs = async {
+        tokio::time::sleep(FIRST_RUN_AFTER).await;
+        let mut every_day = tokio::time::interval(INTERVAL);
+        loop {
+            every_day.tick().await;
+            run_once(&db, retention_days, audit_retention_days).await;
+        }
+    };
+    tokio::select! {
+        () = stop => {}
+        () = runs => {}
     }
 }
 

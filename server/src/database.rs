@@ -1,0 +1,19 @@
+//! The database every command that needs one opens: connect, then migrate.
+
+use anyhow::Context;
+use app::config::Settings;
+use app::config::settings::redact_url;
+use app::db::Db;
+use migration::{Migrator, MigratorTrait};
+
+/// Connects with the pools `settings` name and brings the schema up to date.
+pub async fn connect_and_migrate(settings: &Settings) -> anyhow::Result<Db> {
+    let url = &settings.database_url;
+    let db = Db::connect_with(url, settings.pools)
+        .await
+        .with_context(|| format!("connect to the database ({})", redact_url(url)))?;
+    Migrator::up(&db.writer, None)
+        .await
+        .context("migrate the schema")?;
+    Ok(db)
+}
