@@ -247,7 +247,11 @@ fn no_module_imports_one_that_imports_it_back() {
     for name in ["app", "server"] {
         let krate = read(name);
         assert!(krate.modules.len() > 10, "{name}: too few modules read");
-        assert_eq!(cycles(&krate), Vec::<Vec<String>>::new(), "{name}: import cycles");
+        assert_eq!(
+            cycles(&krate),
+            Vec::<Vec<String>>::new(),
+            "{name}: import cycles"
+        );
     }
 }
 
@@ -304,5 +308,8 @@ fn the_reader_expands_groups_and_skips_comments_and_unit_tests() {
             (false, vec!["contains".into(), "y".into()]),
         ]
     );
-    assert_eq!(code_of("a\n// crate::x\n#[cfg(test)]\nmod tests { crate::y }"), "a");
+    assert_eq!(
+        code_of("a\n// crate::x\n#[cfg(test)]\nmod tests { crate::y }"),
+        "a"
+    );
 }

@@ -76,7 +76,6 @@ pub fn ForwardList(
     }
 }
 
-
 /// `75` → `1 min 15 s`; `90000` → `1 d 1 h`.
 pub fn age(secs: i64) -> String {
     let (d, h, m, s) = (

@@ -102,7 +102,8 @@ const UPDATE_DELIVERY: &str = "UPDATE forward_deliveries SET status = :status, a
      WHERE id = :id";
 
 /// The destination's last error, for its dashboard page.
-const NOTE_DESTINATION_ERROR: &str = "INSERT INTO forward_destinations (destination, last_error, last_status_code, last_error_at)
+const NOTE_DESTINATION_ERROR: &str =
+    "INSERT INTO forward_destinations (destination, last_error, last_status_code, last_error_at)
      VALUES (:destination, :error, :status_code, :now)
      ON CONFLICT (destination) DO UPDATE SET last_error = excluded.last_error,
          last_status_code = excluded.last_status_code, last_error_at = excluded.last_error_at";

@@ -15,7 +15,9 @@ pub mod attempt;
 pub mod claim;
 pub mod request;
 
-pub use attempt::{AfterAttempt, AttemptResult, MAX_RETRY_AFTER_SECS, record_attempt, retry_after_secs};
+pub use attempt::{
+    AfterAttempt, AttemptResult, MAX_RETRY_AFTER_SECS, record_attempt, retry_after_secs,
+};
 pub use claim::{Claimed, claim_due, release_claims};
 pub use request::{message_id, request_body, signed_headers};
 

@@ -13,14 +13,16 @@ use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-
 #[server(endpoint = "destinations")]
 pub async fn list_destinations() -> Result<(Vec<DestinationSummary>, bool), DashboardError> {
     use crate::guard;
     let user = guard::require(crate::model::Role::Viewer).await?;
-    let list = crate::db::destinations::summaries(&guard::db()?, &crate::guard::configured_destinations()?)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let list = crate::db::destinations::summaries(
+        &guard::db()?,
+        &crate::guard::configured_destinations()?,
+    )
+    .await
+    .map_err(|e| guard::unavailable(&e))?;
     Ok((list, user.role == crate::model::Role::Operator))
 }
 
@@ -43,7 +45,10 @@ async fn summary_of(db: &crate::db::Db, name: &str) -> Result<DestinationSummary
 /// A configured destination's name, or 404: only those are paused or retried.
 #[cfg(feature = "ssr")]
 fn configured_name(name: &str) -> Result<(), DashboardError> {
-    if crate::guard::configured_destinations()?.iter().any(|(n, _)| n == name) {
+    if crate::guard::configured_destinations()?
+        .iter()
+        .any(|(n, _)| n == name)
+    {
         Ok(())
     } else {
         Err(crate::guard::fail(DashboardError::NotFound(format!(
@@ -178,7 +183,6 @@ pub async fn retry_dead_forwards(
         scope: retry_scope(&name, &filter),
     })
 }
-
 
 fn success(summary: &DestinationSummary) -> String {
     match summary.success_percent() {
@@ -322,18 +326,16 @@ pub fn DestinationDetailPage() -> impl IntoView {
     );
     let on_screen = Memo::new(move |_| filter.read().0.clone());
     // The page owns the bulk retry, so its result survives the reload of the list it causes.
-    let bulk: BulkRetry = Action::new(
-        move |(f, confirm): &(ForwardFilter, Option<String>)| {
-            let (name, f, confirm) = (name.get_untracked(), f.clone(), confirm.clone());
-            async move {
-                let result = retry_dead_forwards(name, f.clone(), confirm).await;
-                if matches!(&result, Ok(r) if r.retried) {
-                    done.update(|n| *n += 1);
-                }
-                (f, result)
+    let bulk: BulkRetry = Action::new(move |(f, confirm): &(ForwardFilter, Option<String>)| {
+        let (name, f, confirm) = (name.get_untracked(), f.clone(), confirm.clone());
+        async move {
+            let result = retry_dead_forwards(name, f.clone(), confirm).await;
+            if matches!(&result, Ok(r) if r.retried) {
+                done.update(|n| *n += 1);
             }
-        },
-    );
+            (f, result)
+        }
+    });
     let value = move |key: &'static str| move || query.read().get(key).unwrap_or_default();
     let selected =
         move |option: &'static str| move || query.read().get("status").as_deref() == Some(option);

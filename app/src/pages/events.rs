@@ -2,10 +2,10 @@
 //! deliveries appearing while "live" is on. Operators can bulk-replay the failed ones matching.
 
 use crate::components::confirm::{BulkAction, ConfirmPanel, Said};
+use crate::components::query::{param, query_pairs};
 use crate::components::{Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{BulkReplayResult, EventFilter, EventPage, Me, OutcomeKind, Role, Status};
-use crate::components::query::{param, query_pairs};
 use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;

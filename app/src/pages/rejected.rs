@@ -3,10 +3,10 @@
 //! source and reason through the URL, 100 rows a page. Each shows the precise cause, the client,
 //! the headers (credentials and signatures redacted) and the body's size and SHA-256.
 
+use crate::components::query::{param, query_pairs};
 use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
 use crate::model::{RefusalReason, RejectedFilter, RejectedPage, RejectedRow};
-use crate::components::query::{param, query_pairs};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
