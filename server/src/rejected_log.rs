@@ -376,7 +376,7 @@ mod tests {
             received_at: chrono::Utc::now(),
             bucket: "(unknown)".into(),
             source: "s".repeat(10_000),
-            reason: "unknown_source",
+            reason: app::model::RefusalReason::UnknownSource,
             cause: "c".repeat(10_000),
             client_address: "192.0.2.1".into(),
             request_id: None,

@@ -23,8 +23,8 @@ pub struct NewRejected {
     pub bucket: String,
     /// The source as requested (already cut to a bounded length).
     pub source: String,
-    /// Why it was refused: a [`RefusalReason`] spelled as stored.
-    pub reason: &'static str,
+    /// Why it was refused.
+    pub reason: RefusalReason,
     pub cause: String,
     pub client_address: String,
     pub request_id: Option<String>,
@@ -51,7 +51,7 @@ pub async fn insert_batch<C: ConnectionTrait>(conn: &C, rows: &[NewRejected]) ->
             row.received_at.into(),
             row.bucket.clone().into(),
             row.source.clone().into(),
-            row.reason.into(),
+            row.reason.as_str().into(),
             row.cause.clone().into(),
             row.client_address.clone().into(),
             row.request_id.clone().into(),

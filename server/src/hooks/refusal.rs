@@ -198,7 +198,7 @@ impl Refusal {
             received_at: chrono::Utc::now(),
             bucket: bucket.to_string(),
             source: rejected_log::cut(source_name, rejected_log::SOURCE_BYTES),
-            reason: reason.as_str(),
+            reason,
             cause,
             client_address: client,
             request_id: Some(request_id.0.clone()),

@@ -313,7 +313,7 @@ async fn rows_older_than_the_retention_are_purged_and_newer_ones_kept(backend: B
         received_at: now - chrono::Duration::days(days_ago),
         bucket: "shop".into(),
         source: "shop".into(),
-        reason: "unauthorized",
+        reason: app::model::RefusalReason::Unauthorized,
         cause: cause.into(),
         client_address: "192.0.2.1".into(),
         request_id: None,

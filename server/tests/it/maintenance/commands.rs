@@ -136,7 +136,7 @@ async fn purge_prints_the_cutoff_it_uses() {
         received_at: Utc::now() - Duration::days(days),
         bucket: "shop".into(),
         source: "shop".into(),
-        reason: "unauthorized",
+        reason: app::model::RefusalReason::Unauthorized,
         cause: format!("{days} days old"),
         client_address: "192.0.2.1".into(),
         request_id: None,
