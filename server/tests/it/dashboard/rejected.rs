@@ -17,7 +17,7 @@ fn refused(bucket: &str, reason: &'static str, n: usize, minutes_ago: i64) -> Ve
             } else {
                 bucket.into()
             },
-            reason,
+            reason: app::model::RefusalReason::parse(reason).expect("a refusal reason"),
             cause: format!("{reason} number {i}"),
             client_address: "192.0.2.7".into(),
             request_id: Some(format!("req-{i}")),
