@@ -64,3 +64,12 @@ impl Conditions {
         }
     }
 }
+
+/// A filter field as given: trimmed, and `None` when empty (an empty form field filters nothing).
+pub(crate) fn given(value: &Option<String>) -> Option<String> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}

@@ -5,7 +5,7 @@
 
 use super::Db;
 use super::audit::{AuditEntry, audit_on};
-use super::filter::{Conditions, QueryError};
+use super::conditions::{Conditions, QueryError, given};
 use crate::model::{
     AuditAction, DestinationSummary, ForwardAttemptRow, ForwardFilter, ForwardRow, ForwardStatus,
 };
@@ -189,12 +189,6 @@ const ATTEMPTS_SHOWN: usize = 30;
 /// The filter's conditions on one destination's rows (its `status` a status or nothing, `source`
 /// and `q` as given), or a 400 naming what is wrong.
 fn conditions(destination: &str, filter: &ForwardFilter) -> Result<Conditions, QueryError> {
-    let given = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_string)
-    };
     let mut c = Conditions::new();
     c.push("destination = ?", destination.to_string());
     if let Some(status) = given(&filter.status) {
@@ -494,7 +488,7 @@ pub fn retry_scope(destination: &str, filter: &ForwardFilter) -> String {
         ("source", &filter.source),
         ("event or object id", &filter.q),
     ] {
-        if let Some(v) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+        if let Some(v) = given(value) {
             parts.push(format!("{label} {v}"));
         }
     }

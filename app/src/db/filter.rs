@@ -3,6 +3,7 @@
 
 pub(crate) use super::conditions::Conditions;
 pub use super::conditions::QueryError;
+use super::conditions::given;
 use crate::model::{EventFilter, OutcomeKind, Status};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use sea_orm::DatabaseBackend;
@@ -106,12 +107,6 @@ pub(crate) fn add_filter_conditions(
     backend: DatabaseBackend,
 ) -> Result<(), QueryError> {
     check_lengths(filter)?;
-    let given = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
     if let Some(status) = given(&filter.status) {
         let Some(status) = Status::parse(&status) else {
             return Err(QueryError::BadFilter(format!(
@@ -153,22 +148,19 @@ pub(crate) fn add_filter_conditions(
 /// one is given: `source crm, outcome invalid, status failed`, or `every source`. Bulk replay
 /// names the status it takes (failed), an export the filter's own.
 pub fn in_words(filter: &EventFilter, status: Option<&str>) -> String {
-    fn given(v: Option<&str>) -> Option<&str> {
-        v.map(str::trim).filter(|v| !v.is_empty())
-    }
-    let mut parts = vec![match given(filter.source.as_deref()) {
+    let mut parts = vec![match given(&filter.source) {
         Some(source) => format!("source {source}"),
         None => "every source".to_string(),
     }];
     for (label, value) in [
-        ("outcome", filter.outcome.as_deref()),
-        ("from", filter.from.as_deref()),
-        ("to", filter.to.as_deref()),
-        ("event or object id", filter.q.as_deref()),
-        ("body contains", filter.r#match.as_deref()),
-        ("status", status),
+        ("outcome", given(&filter.outcome)),
+        ("from", given(&filter.from)),
+        ("to", given(&filter.to)),
+        ("event or object id", given(&filter.q)),
+        ("body contains", given(&filter.r#match)),
+        ("status", status.map(str::to_string)),
     ] {
-        if let Some(value) = given(value) {
+        if let Some(value) = value {
             parts.push(format!("{label} {value}"));
         }
     }

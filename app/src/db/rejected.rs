@@ -3,7 +3,7 @@
 //! per source, read by the `/rejected` page and the overview.
 
 use super::Db;
-use super::filter::{Conditions, QueryError};
+use super::conditions::{Conditions, QueryError, given};
 use crate::model::{RefusalReason, RejectedCount, RejectedFilter, RejectedPage, RejectedRow};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
@@ -135,12 +135,6 @@ struct RejectedRecord {
 
 /// The filter's conditions; a reason hookbox never records or a bad cursor is a 400.
 fn conditions(filter: &RejectedFilter) -> Result<Conditions, QueryError> {
-    let given = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
     let mut c = Conditions::new();
     if let Some(source) = given(&filter.source) {
         c.push("bucket = ?", source);

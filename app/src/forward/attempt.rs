@@ -7,6 +7,7 @@ use crate::db::dialect::{Binds, Dialect, Named, Param};
 use crate::model::ForwardStatus;
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{ConnectionTrait, DbErr, TransactionTrait};
+use std::sync::OnceLock;
 
 use super::Claimed;
 
@@ -164,32 +165,53 @@ pub async fn record_attempt(
         delivered_at,
         now,
     };
-    let mut parts = vec![INSERT_ATTEMPT, UPDATE_DELIVERY];
-    if result.error.is_some() {
-        parts.push(NOTE_DESTINATION_ERROR);
-    }
     // Not a spelling (db::dialect): PostgreSQL runs the parts as one data-modifying statement in
     // autocommit, atomic as a transaction and one round trip; SQLite has no data-modifying
     // `WITH`, so the parts run in a transaction of the single writer.
+    let statements = Statements::of(result.error.is_some());
     if dialect == Dialect::Postgres {
-        let steps: Vec<String> = parts
-            .iter()
-            .enumerate()
-            .map(|(n, part)| format!("part{n} AS ({part})"))
-            .collect();
-        let one = Named::new(&format!("WITH {} SELECT 1", steps.join(", ")));
         db.writer
-            .execute_raw(one.statement(dialect, &binds)?)
+            .execute_raw(statements.postgres.statement(dialect, &binds)?)
             .await?;
         return Ok(after);
     }
     let txn = db.writer.begin().await?;
-    for part in parts {
-        txn.execute_raw(Named::new(part).statement(dialect, &binds)?)
-            .await?;
+    for part in &statements.parts {
+        txn.execute_raw(part.statement(dialect, &binds)?).await?;
     }
     txn.commit().await?;
     Ok(after)
+}
+
+/// An attempt's statements, compiled once: with the destination's last error or without.
+struct Statements {
+    /// Each part on its own (SQLite's transaction).
+    parts: Vec<Named>,
+    /// The parts as one data-modifying statement (PostgreSQL).
+    postgres: Named,
+}
+
+impl Statements {
+    fn of(with_error: bool) -> &'static Statements {
+        static WITH_ERROR: OnceLock<Statements> = OnceLock::new();
+        static WITHOUT: OnceLock<Statements> = OnceLock::new();
+        let cell = if with_error { &WITH_ERROR } else { &WITHOUT };
+        cell.get_or_init(|| {
+            let mut parts = vec![INSERT_ATTEMPT, UPDATE_DELIVERY];
+            if with_error {
+                parts.push(NOTE_DESTINATION_ERROR);
+            }
+            let steps: Vec<String> = parts
+                .iter()
+                .enumerate()
+                .map(|(n, part)| format!("part{n} AS ({part})"))
+                .collect();
+            Statements {
+                parts: parts.into_iter().map(Named::new).collect(),
+                postgres: Named::new(&format!("WITH {} SELECT 1", steps.join(", "))),
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -248,9 +270,10 @@ mod tests {
             delivered_at: None,
             now: Utc::now(),
         };
-        for part in [INSERT_ATTEMPT, UPDATE_DELIVERY, NOTE_DESTINATION_ERROR] {
-            for dialect in [Dialect::Postgres, Dialect::Sqlite] {
-                let statement = Named::new(part).statement(dialect, &binds).expect(part);
+        let statements = Statements::of(true);
+        for dialect in [Dialect::Postgres, Dialect::Sqlite] {
+            for named in statements.parts.iter().chain([&statements.postgres]) {
+                let statement = named.statement(dialect, &binds).expect("bound");
                 assert!(!statement.sql.contains(':'), "{}", statement.sql);
             }
         }
