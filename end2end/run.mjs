@@ -4,8 +4,12 @@
 // fresh SQLite file, seeds deliveries with `hookbox send`, and restarts it once with a corrected
 // config so a failed delivery can be replayed "after fixing its cause".
 // Screenshots of each page at 1280 px and 390 px go to end2end/screenshots/ (ignored by git).
+//
+// Each file in end2end/journeys/ is one user's journey: it declares its own sources (`sources(fixed)`)
+// and registers its tests with `ctx.test`; they run after the tests here, in file-name order, on
+// the same hookbox. `ctx.fix(name)` restarts hookbox with that journey's sources in their fixed form.
 import { chromium } from 'playwright-core';
-import { mkdirSync, mkdtempSync, writeFileSync, openSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync, openSync, readdirSync } from 'node:fs';
 import { execFileSync, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +43,14 @@ const appPort = await new Promise((resolve) => {
   }).listen(0, '127.0.0.1', () => resolve(s.address().port));
 });
 
+// The journeys (end2end/journeys/*.mjs), and those whose sources are in their fixed form.
+const journeyDir = new URL('./journeys/', import.meta.url).pathname;
+const journeys = [];
+for (const file of readdirSync(journeyDir).filter((f) => f.endsWith('.mjs')).sort()) {
+  journeys.push({ name: file.replace(/\.mjs$/, ''), ...(await import(journeyDir + file)) });
+}
+const fixed = new Set();
+
 // "legacy" maps its snapshot to the wrong field at first; the fix maps it to /data. "shop"
 // forwards to the application, which is down at first: its deliveries die after two attempts.
 const config = (snapshotField) => `
@@ -65,6 +77,7 @@ name = "legacy"
 scheme = "hmac-sha256"
 secrets_env = ["DEMO_SECRET"]
 snapshot = "${snapshotField}"
+${journeys.map((j) => (j.sources ? j.sources(fixed.has(j.name)) : '')).join('\n')}
 `;
 const env = {
   ...process.env,
@@ -77,7 +90,9 @@ const env = {
 };
 
 let server;
+let currentSnapshotField;
 async function startServer(snapshotField) {
+  currentSnapshotField = snapshotField;
   writeFileSync(env.HOOKBOX_CONFIG, config(snapshotField));
   const log = openSync(join(dir, 'hookbox.log'), 'a');
   server = spawn(bin, ['serve'], { env, stdio: ['ignore', log, log] });
@@ -384,6 +399,18 @@ test('an operator retries every dead delivery of the filter after the count and 
   await eventually(page, '/destinations', async (p) => (await deadCount(p)) === 0, 'no dead delivery left');
 });
 
+// What a journey is given.
+const journeyTests = [];
+const ctx = {
+  base, assert, shots, application, env, bin, ADMIN_PASSWORD, VIEWER_PASSWORD,
+  send, sendExpectingFailure, signIn, hydrated, eventually,
+  browser: () => browser,
+  fix: async (name) => { fixed.add(name); await stopServer(); await startServer(currentSnapshotField); },
+};
+for (const j of journeys) {
+  if (j.default) j.default({ ...ctx, test: (name, fn) => journeyTests.push({ name: `${j.name}: ${name}`, fn }) });
+}
+
 test('screenshots of every page at 1280 px and 390 px', async () => {
   for (const [label, width, height] of [['desktop', 1280, 900], ['phone', 390, 844]]) {
     const context = await browser.newContext({ viewport: { width, height } });
@@ -434,7 +461,7 @@ try {
     } catch (e) {
       failed += 1;
       console.log(`FAIL ${t.name}\n     ${e.stack ?? e}`);
-      await page.screenshot({ path: `${shots}FAILED-${tests.indexOf(t)}.png`, fullPage: true }).catch(() => {});
+      await page.screenshot({ path: `${shots}FAILED-${t.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`, fullPage: true }).catch(() => {});
     } finally {
       await context.close();
     }
@@ -444,10 +471,12 @@ try {
   // The operator fixes the legacy mapping and restarts hookbox.
   await stopServer();
   await startServer('/data');
-  for (const t of [replay, bulk, followsUrl, deadForViewer, retryOne, retryAll, screenshots]) await run(t);
+  for (const t of [replay, bulk, followsUrl, deadForViewer, retryOne, retryAll]) await run(t);
+  for (const t of journeyTests) await run(t);
+  await run(screenshots);
 } finally {
   if (browser) await browser.close();
   if (server && server.exitCode === null) await stopServer();
 }
-console.log(`${tests.length - failed} passed, ${failed} failed (hookbox log: ${join(dir, 'hookbox.log')})`);
+console.log(`${tests.length + journeyTests.length - failed} passed, ${failed} failed (hookbox log: ${join(dir, 'hookbox.log')})`);
 process.exit(failed ? 1 : 0);

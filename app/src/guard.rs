@@ -154,3 +154,26 @@ pub fn configured_destinations() -> Result<Vec<(String, String)>, DashboardError
         .map(|d| (d.name.clone(), crate::config::settings::redact_url(&d.url)))
         .collect())
 }
+
+/// The time zone this viewer reads times in: the one the zone cookie
+/// ([`crate::model::ZONE_COOKIE`]) names, when it is a known IANA zone; UTC otherwise.
+pub fn viewer_zone() -> chrono_tz::Tz {
+    request_parts()
+        .map(|p| zone_of(&p.headers))
+        .unwrap_or(chrono_tz::UTC)
+}
+
+/// The zone a request's `Cookie` headers choose (see [`viewer_zone`]).
+pub fn zone_of(headers: &http::HeaderMap) -> chrono_tz::Tz {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|cookies| cookies.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == crate::model::ZONE_COOKIE)
+        .map(|(_, value)| value.replace("%2F", "/").replace("%2f", "/"))
+        .filter(|value| value.len() <= 64)
+        .and_then(|value| value.parse::<chrono_tz::Tz>().ok())
+        .unwrap_or(chrono_tz::UTC)
+}

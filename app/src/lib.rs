@@ -94,6 +94,9 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/objects/:source/:object_id") view=pages::object::ObjectPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=pages::audit::AuditPage/>
                 <Route path=path!("/rejected") view=pages::rejected::RejectedPage/>
+                <Route path=path!("/problems") view=pages::problems::ProblemsPage/>
+                <Route path=path!("/search") view=pages::search::SearchPage ssr=SsrMode::Async/>
+                <Route path=path!("/sources") view=pages::sources::SourcesPage/>
                 <Route path=path!("/destinations") view=pages::destinations::DestinationsPage/>
                 <Route path=path!("/destinations/:name") view=pages::destinations::DestinationDetailPage ssr=SsrMode::Async/>
             </Routes>

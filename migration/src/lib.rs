@@ -14,6 +14,9 @@ mod m20261201_000009_payload_search;
 mod m20261201_000010_rejected_requests;
 mod m20261202_000011_sign_in_failures;
 mod m20261202_000012_archive_body_reference;
+mod m20261203_000013_problems;
+mod m20261203_000014_id_search;
+mod m20261203_000015_hourly_rollup;
 
 pub struct Migrator;
 
@@ -33,6 +36,9 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000010_rejected_requests::Migration),
             Box::new(m20261202_000011_sign_in_failures::Migration),
             Box::new(m20261202_000012_archive_body_reference::Migration),
+            Box::new(m20261203_000013_problems::Migration),
+            Box::new(m20261203_000014_id_search::Migration),
+            Box::new(m20261203_000015_hourly_rollup::Migration),
         ]
     }
 }

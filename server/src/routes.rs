@@ -9,7 +9,7 @@ use app::auth;
 use app::guard::{ClientAddress, SignedIn};
 use app::{App, shell};
 use axum::Router;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Query, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::{self, Next};
@@ -43,7 +43,6 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
             let options = leptos_options.clone();
             move || shell(options.clone())
         })
-        .route("/search", get(search))
         .route("/export/events", get(crate::export::events))
         // The not-found page is a page like the others: the same context, and its scripts
         // carry the response's nonce.
@@ -239,28 +238,4 @@ async fn guard_dashboard(
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
     Redirect::to(&format!("/login?next={}", app::url::urlencode(&wanted))).into_response()
-}
-
-#[derive(serde::Deserialize)]
-struct SearchQuery {
-    q: Option<String>,
-}
-
-/// `GET /search?q=`: an object id goes to its page, anything else to the archive filtered by it.
-async fn search(
-    axum::Extension(state): axum::Extension<AppState>,
-    headers: HeaderMap,
-    Query(query): Query<SearchQuery>,
-) -> Response {
-    let q = query.q.unwrap_or_default();
-    if q.trim().is_empty() {
-        return Redirect::to("/events").into_response();
-    }
-    match app::db::events::search_target(&state.db, &q).await {
-        Ok(target) => Redirect::to(&target).into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "search failed");
-            unavailable(&RequestId::of(&headers))
-        }
-    }
 }

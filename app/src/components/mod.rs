@@ -54,15 +54,22 @@ pub fn TopBar() -> impl IntoView {
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
     view! {
+        <a class="skip-link" href="#content">"Skip to content"</a>
         <header class="topbar" data-hydrated=move || hydrated.get().to_string()>
             <a class="brand" href="/">"hookbox"</a>
             <nav aria-label="Main">
                 <A href="/" exact=true>"Overview"</A>
+                <A href="/problems">"Problems"</A>
                 <A href="/events">"Events"</A>
                 <A href="/destinations">"Destinations"</A>
                 <A href="/rejected">"Refused"</A>
+                <A href="/sources">"Sources"</A>
                 <A href="/audit">"Audit"</A>
             </nav>
+            <form class="top-search" method="GET" action="/search" role="search">
+                <label for="top-search-q" class="visually-hidden">"Search"</label>
+                <input id="top-search-q" name="q" type="search" maxlength="200" placeholder="Order, event id, email…  ( / )" required/>
+            </form>
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     match me.await {
@@ -77,6 +84,7 @@ pub fn TopBar() -> impl IntoView {
                 })}
             </Suspense>
         </header>
+        <span id="content" tabindex="-1"></span>
     }
 }
 

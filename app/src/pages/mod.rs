@@ -7,7 +7,10 @@ pub mod events;
 pub mod login;
 pub mod object;
 pub mod overview;
+pub mod problems;
 pub mod rejected;
+pub mod search;
+pub mod sources;
 
 use leptos::prelude::*;
 

@@ -109,11 +109,6 @@ pub fn OverviewPage() -> impl IntoView {
     view! {
         <TopBar/>
         <main>
-            <form class="search" method="GET" action="/search" role="search">
-                <label for="search-q">"Find an object or event"</label>
-                <input id="search-q" name="q" type="search" placeholder="order id or event id" required/>
-                <button type="submit">"Go"</button>
-            </form>
             <Loaded resource=data show=|o| view! { <OverviewBody o/> }/>
         </main>
     }

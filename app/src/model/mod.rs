@@ -1,7 +1,20 @@
 //! Data the dashboard's server functions send to the browser. Shared by both halves, so nothing
 //! here may depend on the server-only domain.
 
+mod charts;
+mod find;
+mod problems;
+mod sources;
+pub use charts::*;
+pub use find::*;
+pub use problems::*;
+pub use sources::*;
+
 use serde::{Deserialize, Serialize};
+
+/// The cookie that remembers the viewer's time zone: `UTC`, or the IANA zone the browser reports
+/// (`Europe/Berlin`); absent means UTC. Read by the server (`guard::viewer_zone`) and the browser.
+pub const ZONE_COOKIE: &str = "hookbox_tz";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Role {

@@ -1,0 +1,1 @@
+//! Series the dashboard's charts draw: volume and errors over time, a destination's success rate and latency.

@@ -1,0 +1,1 @@
+//! What the top bar's search finds: objects and events by id or by body.

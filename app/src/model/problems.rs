@@ -1,0 +1,1 @@
+//! Failures grouped by cause (problems), their states, and what resolves a failure.
