@@ -21,13 +21,20 @@ pub enum DashboardError {
     WrongCredentials,
     /// 422: well-formed, but refused for what it holds (the database refused a replay's data).
     Unprocessable(String),
+    /// 409: refused as things stand (a replay that would fail as its original did); the message
+    /// says what to change or how to insist.
+    Conflict(String),
     /// 429: too many sign-ins (the message says how long to wait), or too many searches.
     Throttled(String),
     /// 408: the request ran past its deadline and was stopped (the message says what to narrow).
     TimedOut(String),
     /// 503: the database is unavailable; the request id finds the logged cause.
     Unavailable { request_id: String },
-    /// The framework could not call the function (a bad argument encoding, a lost connection).
+    /// The browser could not reach hookbox (no network, or hookbox is down): never sent by the
+    /// server, made in the browser.
+    Unreachable,
+    /// The framework could not call the function (an argument it could not read, an answer the
+    /// browser could not read); the message says it plainly.
     Call(String),
 }
 
@@ -41,9 +48,10 @@ impl DashboardError {
             DashboardError::NotFound(_) => 404,
             DashboardError::BadRequest(_) | DashboardError::Call(_) => 400,
             DashboardError::Unprocessable(_) => 422,
+            DashboardError::Conflict(_) => 409,
             DashboardError::Throttled(_) => 429,
             DashboardError::TimedOut(_) => 408,
-            DashboardError::Unavailable { .. } => 503,
+            DashboardError::Unavailable { .. } | DashboardError::Unreachable => 503,
         }
     }
 
@@ -56,19 +64,21 @@ impl DashboardError {
 impl fmt::Display for DashboardError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DashboardError::SignInRequired => f.write_str("sign in required"),
+            DashboardError::SignInRequired => f.write_str("Your session has ended. Sign in again."),
             DashboardError::OperatorsOnly => f.write_str("this needs the operator role"),
             DashboardError::NotFound(what)
             | DashboardError::BadRequest(what)
             | DashboardError::Throttled(what)
             | DashboardError::TimedOut(what)
             | DashboardError::Unprocessable(what)
+            | DashboardError::Conflict(what)
             | DashboardError::Call(what) => f.write_str(what),
             DashboardError::WrongCredentials => f.write_str("Wrong user name or password."),
             DashboardError::Unavailable { request_id } => write!(
                 f,
                 "the database is unavailable; try again shortly (request id {request_id})"
             ),
+            DashboardError::Unreachable => f.write_str(UNREACHABLE),
         }
     }
 }
@@ -78,7 +88,71 @@ impl std::error::Error for DashboardError {}
 impl FromServerFnError for DashboardError {
     type Encoder = JsonEncoding;
 
+    /// The framework's errors in words a user can act on: a failed fetch is [`Unreachable`]
+    /// (not "error reaching server to call server function: TypeError: Failed to fetch").
+    ///
+    /// [`Unreachable`]: DashboardError::Unreachable
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        DashboardError::Call(value.to_string())
+        match value {
+            ServerFnErrorErr::Request(_) => DashboardError::Unreachable,
+            ServerFnErrorErr::Deserialization(_) | ServerFnErrorErr::Response(_) => {
+                DashboardError::Call(UNREADABLE.to_string())
+            }
+            ServerFnErrorErr::Args(detail) | ServerFnErrorErr::MissingArg(detail) => {
+                DashboardError::Call(format!("hookbox could not read this request: {detail}"))
+            }
+            ServerFnErrorErr::Serialization(detail) => {
+                DashboardError::Call(format!("this page could not send the request: {detail}"))
+            }
+            other => DashboardError::Call(other.to_string()),
+        }
+    }
+}
+
+/// What [`DashboardError::Unreachable`] says.
+pub const UNREACHABLE: &str =
+    "hookbox could not be reached. Check your connection, then try again.";
+/// What an answer the browser could not read says (a proxy's error page, a restart).
+pub const UNREADABLE: &str = "hookbox's answer could not be read: it may be restarting, or \
+     a proxy answered in its place. Reload the page in a moment.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_fetch_and_an_unreadable_answer_are_said_plainly() {
+        let lost = DashboardError::from_server_fn_error(ServerFnErrorErr::Request(
+            "TypeError: Failed to fetch".into(),
+        ));
+        assert_eq!(lost, DashboardError::Unreachable);
+        assert_eq!(lost.to_string(), UNREACHABLE);
+        assert!(!lost.needs_sign_in());
+        // A proxy's HTML error page, an empty 408: the browser cannot read the error.
+        let garbled = DashboardError::from_server_fn_error(ServerFnErrorErr::Deserialization(
+            "expected value at line 1 column 1".into(),
+        ));
+        assert_eq!(garbled.to_string(), UNREADABLE);
+        let missing =
+            DashboardError::from_server_fn_error(ServerFnErrorErr::MissingArg("id".into()));
+        assert_eq!(
+            missing.to_string(),
+            "hookbox could not read this request: id"
+        );
+        assert_eq!(missing.status(), 400);
+        for error in [lost, garbled, missing] {
+            assert!(!error.to_string().contains("server function"), "{error}");
+        }
+    }
+
+    #[test]
+    fn an_ended_session_offers_to_sign_in_again_through_the_wire() {
+        let ended = DashboardError::SignInRequired;
+        assert!(ended.needs_sign_in());
+        assert_eq!(ended.status(), 401);
+        assert_eq!(ended.to_string(), "Your session has ended. Sign in again.");
+        // As the server sends it and the browser reads it back.
+        let wire = ended.ser();
+        assert_eq!(DashboardError::de(wire), DashboardError::SignInRequired);
     }
 }

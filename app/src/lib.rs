@@ -52,7 +52,7 @@ pub mod request_id;
 pub mod schemes;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{HashedStylesheet, MetaTags, Title, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
@@ -65,8 +65,12 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <AutoReload options=options.clone()/>
+                // Both name the bundle's files as built: `hookbox.<hash>.css` with `hash-files`.
+                <HashedStylesheet options=options.clone() id="leptos"/>
                 <HydrationScripts options/>
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
+                // The viewer's time zone, which the browser writes times in (`components::zone`).
+                <components::zone::ZoneMeta/>
                 <MetaTags/>
             </head>
             <body>
@@ -80,7 +84,6 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     view! {
-        <Stylesheet id="leptos" href="/pkg/hookbox.css"/>
         <Title text="hookbox"/>
         <Router>
             <Routes fallback=|| view! { <pages::NotFound/> }>

@@ -1,15 +1,21 @@
-//! How the dashboard shows stored JSON: laid out for reading with numbers exactly as stored, and
-//! field-level changes between two snapshots. Server-side helpers of the pages, not queries.
+//! How the dashboard shows what it stores: JSON laid out for reading with numbers exactly as
+//! stored and characters decoded ([`decode`]), cut when it is long ([`cut`]), field-level changes
+//! between two snapshots, and times in the viewer's zone ([`zone`]). Server-side helpers of the
+//! pages, not queries.
 //!
-//! Both are bounded, whatever a sender stored: a body larger than [`PRETTY_MAX_BYTES`] is shown
-//! as received, indentation stops growing after [`PRETTY_MAX_INDENT`] levels, and a layout longer
-//! than [`PRETTY_MAX_GROWTH`] times the body falls back to the body as received. A diff compares
-//! snapshots of at most [`DIFF_MAX_BYTES`], fields down to [`DIFF_MAX_DEPTH`] levels (a deeper
-//! value is one field), in linear time, and names at most [`DIFF_MAX_CHANGES`] changes, each
-//! value cut at [`DIFF_VALUE_CHARS`] characters.
+//! All are bounded, whatever a sender stored: a body larger than [`PRETTY_MAX_BYTES`] is shown
+//! as received (decoded), indentation stops growing after [`PRETTY_MAX_INDENT`] levels, and a
+//! layout longer than [`PRETTY_MAX_GROWTH`] times the body falls back to the body as received. A
+//! diff compares snapshots of at most [`DIFF_MAX_BYTES`], fields down to [`DIFF_MAX_DEPTH`]
+//! levels (a deeper value is one field), in linear time, and names at most [`DIFF_MAX_CHANGES`]
+//! changes, each value cut at [`DIFF_VALUE_CHARS`] characters.
+
+pub mod decode;
+pub mod zone;
 
 use crate::json::{self, Node, Value as JsonValue};
 use crate::model::FieldChange;
+use decode::decoded;
 use std::collections::{HashMap, HashSet};
 
 /// A body larger than this (bytes) is shown as received, not laid out.
@@ -20,24 +26,49 @@ pub const PRETTY_MAX_INDENT: usize = 16;
 pub const PRETTY_MAX_GROWTH: usize = 8;
 const PRETTY_SLACK: usize = 64 * 1024;
 
-/// JSON laid out for reading; anything else, or JSON too large or too deep to lay out within
-/// the bounds above, as it is.
+/// JSON laid out for reading, its characters [`decoded`]; JSON too large or too deep to lay out
+/// within the bounds above, decoded as it is; anything else as it is.
 pub fn pretty(text: &str) -> String {
-    if text.len() > PRETTY_MAX_BYTES {
+    let Ok(node) = json::parse(text) else {
         return text.to_string();
+    };
+    if text.len() > PRETTY_MAX_BYTES {
+        return decoded(text);
     }
-    match json::parse(text) {
-        Ok(node) => {
-            let budget = text.len().saturating_mul(PRETTY_MAX_GROWTH) + PRETTY_SLACK;
-            let mut out = String::with_capacity(text.len() + text.len() / 2);
-            if write_pretty(&node, text, 0, &mut out, budget) {
-                out
-            } else {
-                text.to_string()
-            }
-        }
-        Err(_) => text.to_string(),
+    let budget = text.len().saturating_mul(PRETTY_MAX_GROWTH) + PRETTY_SLACK;
+    let mut out = String::with_capacity(text.len() + text.len() / 2);
+    if write_pretty(&node, text, 0, &mut out, budget) {
+        decoded(&out)
+    } else {
+        decoded(text)
     }
+}
+
+/// A body or snapshot shown on a page is cut after this many bytes ("Show all" shows the rest).
+pub const SHOWN_MAX_BYTES: usize = 64 * 1024;
+/// ... or after this many lines.
+pub const SHOWN_MAX_LINES: usize = 2_000;
+
+/// `text` as a page shows it at first: whole, or cut at the end of the last line within
+/// [`SHOWN_MAX_BYTES`] and [`SHOWN_MAX_LINES`] (within a line longer than that, at a character);
+/// and whether it was cut.
+pub fn cut(text: &str) -> (&str, bool) {
+    let newlines = text.bytes().filter(|b| *b == b'\n').count();
+    if text.len() <= SHOWN_MAX_BYTES && newlines < SHOWN_MAX_LINES {
+        return (text, false);
+    }
+    let mut end = text.len().min(SHOWN_MAX_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let within = &text[..end];
+    let at = within
+        .match_indices('\n')
+        .nth(SHOWN_MAX_LINES - 1)
+        .map(|(at, _)| at)
+        .or_else(|| within.rfind('\n').filter(|at| *at >= end / 2))
+        .unwrap_or(end);
+    (&text[..at], true)
 }
 
 /// [`pretty`] on a blocking thread, so a large body never holds an async worker (deliveries run
@@ -155,6 +186,11 @@ fn shown(raw: &str) -> String {
     }
 }
 
+/// A JSON value as a change shows it: [`decoded`], then [`shown`].
+fn shown_value(raw: &str) -> String {
+    shown(&decoded(raw))
+}
+
 /// Field-level changes between two snapshots, in the bounds of the module's constants: linear
 /// in the snapshots' size.
 pub fn diff(before: &str, after: &str) -> Diff {
@@ -195,8 +231,8 @@ pub fn diff(before: &str, after: &str) -> Diff {
             .into_iter()
             .map(|(path, before, after)| FieldChange {
                 path: shown(path),
-                before: before.map(shown),
-                after: after.map(shown),
+                before: before.map(shown_value),
+                after: after.map(shown_value),
             })
             .collect(),
         note: (more > 0).then(|| format!("{more} more changes not shown")),
@@ -254,6 +290,52 @@ mod tests {
             d.note.is_some_and(|n| n.starts_with("not compared")),
             "a note"
         );
+    }
+
+    #[test]
+    fn shown_json_has_its_characters_decoded_whatever_its_size() {
+        assert_eq!(
+            pretty(r#"{"city":"M\u00fcnchen","n":1.50}"#),
+            "{\n  \"city\": \"München\",\n  \"n\": 1.50\n}"
+        );
+        // A key is decoded too, and an invisible character in it shown escaped.
+        assert_eq!(
+            pretty(r#"{"a\u202eb":"\u00e9"}"#),
+            "{\n  \"a\\u202eb\": \"é\"\n}"
+        );
+        // Too large to lay out: decoded as it is.
+        let large = format!("[\"M\\u00fcnchen\",{}1]", "1,".repeat(PRETTY_MAX_BYTES / 2));
+        let shown = pretty(&large);
+        assert!(shown.starts_with("[\"München\",1,1,"), "{}", &shown[..40]);
+        assert_eq!(shown.len(), large.len() - 4);
+        // Not JSON: as it is.
+        assert_eq!(pretty("M\\u00fcnchen"), "M\\u00fcnchen");
+        // A change's values are decoded.
+        let d = diff(r#"{"city":"Munich"}"#, r#"{"city":"M\u00fcnchen"}"#);
+        assert_eq!(d.changes[0].after.as_deref(), Some("\"München\""));
+    }
+
+    #[test]
+    fn a_long_text_is_cut_at_a_line_within_its_bounds() {
+        assert_eq!(cut("short\ntext"), ("short\ntext", false));
+        // Too many lines: exactly SHOWN_MAX_LINES are shown.
+        let lines = "x\n".repeat(SHOWN_MAX_LINES + 5);
+        let (shown, was_cut) = cut(&lines);
+        assert!(was_cut);
+        assert_eq!(shown.lines().count(), SHOWN_MAX_LINES);
+        // Too many bytes: the last whole line within the bound.
+        let line = format!("{}\n", "y".repeat(99));
+        let long = line.repeat(SHOWN_MAX_BYTES / 100 + 10);
+        let (shown, was_cut) = cut(&long);
+        assert!(was_cut && shown.len() <= SHOWN_MAX_BYTES, "{}", shown.len());
+        assert!(shown.len() > SHOWN_MAX_BYTES - 100 && shown.ends_with('y'));
+        // One long line of multi-byte characters: cut at a character.
+        let wide = "ü".repeat(SHOWN_MAX_BYTES);
+        let (shown, was_cut) = cut(&wide);
+        assert!(was_cut && shown.len() <= SHOWN_MAX_BYTES && shown.len() % 2 == 0);
+        // Exactly at the bounds: whole.
+        let full = format!("{}{}", "z\n".repeat(SHOWN_MAX_LINES - 1), "z");
+        assert_eq!(cut(&full), (full.as_str(), false));
     }
 
     #[test]

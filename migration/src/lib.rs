@@ -17,6 +17,7 @@ mod m20261202_000012_archive_body_reference;
 mod m20261203_000013_problems;
 mod m20261203_000014_id_search;
 mod m20261203_000015_hourly_rollup;
+mod m20261203_000016_source_last_seen;
 
 pub struct Migrator;
 
@@ -39,6 +40,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000013_problems::Migration),
             Box::new(m20261203_000014_id_search::Migration),
             Box::new(m20261203_000015_hourly_rollup::Migration),
+            Box::new(m20261203_000016_source_last_seen::Migration),
         ]
     }
 }

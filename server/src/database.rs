@@ -15,5 +15,13 @@ pub async fn connect_and_migrate(settings: &Settings) -> anyhow::Result<Db> {
     Migrator::up(&db.writer, None)
         .await
         .context("migrate the schema")?;
+    // Failures archived before error classes existed (migration m20261203_000013): classified
+    // once, in batches; afterwards an empty read of a partial index.
+    let classified = app::ingest::problem::classify_unclassified(&db)
+        .await
+        .context("classify the failures archived before error classes")?;
+    if classified > 0 {
+        tracing::info!(classified, "error classes of earlier failures filled in");
+    }
     Ok(db)
 }

@@ -12,6 +12,8 @@
 //! each scrape: `hookbox_forward_pending`, `hookbox_forward_oldest_pending_seconds`,
 //! `hookbox_forward_dead` (by destination), `hookbox_verify_last_run_timestamp_seconds`,
 //! `hookbox_verify_last_run_drifts`, `hookbox_verify_last_run_repaired`, and
+//! `hookbox_open_failures{source}`, `hookbox_open_problems{source}` (read at most every
+//! [`OPEN_PROBLEMS_EVERY`], see [`read_open_problems`]), and
 //! `hookbox_metrics_read_failures_total{read}` when one of those reads fails. The shipped alert
 //! rules over them: `deploy/prometheus/alerts.yml`, `docs/alerts.md`.
 
@@ -168,6 +170,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
         metrics::counter!(READ_FAILURES, "read" => *read).increment(0);
     }
     read_verify_runs(&state).await;
+    read_open_problems(&state).await;
     if !state.config.destinations.is_empty() {
         read_forward_dead(&state).await;
         match app::forward::backlog(&state.db).await {
@@ -203,7 +206,62 @@ pub async fn render(State(state): State<AppState>) -> Response {
 
 /// A read of the database at scrape failed (its gauges keep their previous value).
 const READ_FAILURES: &str = "hookbox_metrics_read_failures_total";
-const READS: &[&str] = &["forward_backlog", "forward_dead", "verify_runs"];
+const READS: &[&str] = &[
+    "forward_backlog",
+    "forward_dead",
+    "verify_runs",
+    "open_problems",
+];
+
+/// How often a scrape reads the open problems at most: the read groups every open failure (an
+/// index of them, `db::problems`), so however often and by however many scrapers `/metrics` is
+/// read, the database does it at most once per period; between, the gauges keep the last read.
+pub const OPEN_PROBLEMS_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// When the open problems were last read, and the sources their gauges were set for.
+static OPEN_PROBLEMS_READ: tokio::sync::Mutex<(Option<Instant>, Vec<String>)> =
+    tokio::sync::Mutex::const_new((None, Vec::new()));
+
+/// `hookbox_open_failures{source}` and `hookbox_open_problems{source}` (`db::problems`: not
+/// replays, not resolved, the cause neither ignored nor resolved since), every configured
+/// source at 0 when it has none; a source that had some and is no longer configured goes to 0.
+async fn read_open_problems(state: &AppState) {
+    let mut read = OPEN_PROBLEMS_READ.lock().await;
+    if read.0.is_some_and(|at| at.elapsed() < OPEN_PROBLEMS_EVERY) {
+        return;
+    }
+    read.0 = Some(Instant::now());
+    match app::db::problems::open_by_source(&state.db).await {
+        Ok(counts) => {
+            let mut sources: Vec<String> = state
+                .config
+                .sources
+                .iter()
+                .map(|s| s.name.clone())
+                .collect();
+            sources.extend(counts.iter().map(|(source, _)| source.clone()));
+            sources.append(&mut read.1);
+            sources.sort();
+            sources.dedup();
+            for source in &sources {
+                let n = counts
+                    .iter()
+                    .find(|(s, _)| s == source)
+                    .map(|(_, n)| n.clone())
+                    .unwrap_or_default();
+                metrics::gauge!("hookbox_open_failures", "source" => source.clone())
+                    .set(n.failures as f64);
+                metrics::gauge!("hookbox_open_problems", "source" => source.clone())
+                    .set(n.problems as f64);
+            }
+            read.1 = counts.into_iter().map(|(source, _)| source).collect();
+        }
+        Err(e) => {
+            metrics::counter!(READ_FAILURES, "read" => "open_problems").increment(1);
+            tracing::warn!(error = %e, "metrics: the open problems could not be read")
+        }
+    }
+}
 
 /// The last `hookbox verify` run (`verify_runs`): its time (0 when none is recorded), the drifts
 /// it found and how many it repaired.

@@ -1,6 +1,7 @@
 //! The router: the webhook endpoint, then the Leptos dashboard behind sign-in.
 
 pub(crate) mod answers;
+pub mod assets;
 
 use crate::request_id::{RandomRequestId, RequestId, drop_unfit_request_id};
 use crate::{AppState, hooks, metrics};
@@ -23,7 +24,13 @@ use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
+/// `immutable`: the bundle's hashed files ([`assets::Site::immutable`]), which browsers keep for
+/// good.
+pub fn router(
+    state: AppState,
+    leptos_options: LeptosOptions,
+    immutable: assets::Immutable,
+) -> Router {
     // Its own state: one shared reference per delivery rather than a copy of every handle.
     let deliveries = Router::new()
         .route("/hooks/{source}", post(hooks::receive))
@@ -56,6 +63,12 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
             guard_dashboard,
         ))
         .layer(middleware::from_fn(security_headers))
+        .layer(middleware::from_fn_with_state(
+            immutable,
+            assets::set_cache_control,
+        ))
+        .layer(assets::compress_bundle())
+        .layer(assets::compress_pages())
         .layer(axum::Extension(state.clone()));
 
     let request_id = HeaderName::from_static(crate::request_id::HEADER);

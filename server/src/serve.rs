@@ -2,6 +2,7 @@
 
 use crate::background::Background;
 use crate::database::connect_and_migrate;
+use crate::routes::assets::Site;
 use crate::{AppState, routes};
 use anyhow::Context;
 use app::config::{Config, Settings};
@@ -17,14 +18,25 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::add_extension::AddExtension;
 
-/// The dashboard served from `site_root` (`LEPTOS_SITE_ROOT`), for a server listening on `addr`.
-pub fn leptos_options(addr: SocketAddr, site_root: &str) -> LeptosOptions {
-    LeptosOptions::builder()
-        .output_name("hookbox")
-        .site_root(site_root)
-        .site_pkg_dir("pkg")
-        .site_addr(addr)
-        .build()
+/// The bundle's name, and the folder of the site root it is in.
+const OUTPUT_NAME: &str = "hookbox";
+const PKG_DIR: &str = "pkg";
+
+/// The dashboard served from `site` (`LEPTOS_SITE_ROOT`), for a server listening on `addr`; its
+/// pages load the bundle by its hashed names when the site has them.
+pub fn leptos_options(addr: SocketAddr, site: &Site) -> LeptosOptions {
+    let options = LeptosOptions::builder()
+        .output_name(OUTPUT_NAME)
+        .site_root(site.root.as_str())
+        .site_pkg_dir(PKG_DIR)
+        .site_addr(addr);
+    match &site.hashed {
+        Some((hash_file, _)) => options
+            .hash_files(true)
+            .hash_file(Arc::from(hash_file.to_string_lossy().as_ref()))
+            .build(),
+        None => options.build(),
+    }
 }
 
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
@@ -111,10 +123,8 @@ pub async fn serve_on(
     // A client that reads nothing of its answer for the request deadline is dropped.
     let write_deadline = Duration::from_secs(state.config.server.request_timeout_secs);
     let grace = state.settings.shutdown_grace;
-    let app = routes::router(
-        state.clone(),
-        leptos_options(addr, &state.settings.site_root),
-    );
+    let site = Site::open(&state.settings.site_root, OUTPUT_NAME, PKG_DIR)?;
+    let app = routes::router(state.clone(), leptos_options(addr, &site), site.immutable());
     // The forwarder stops claiming at shutdown and lets its attempts in flight finish within the
     // grace period; the pools close after it.
     stopping.spawn(

@@ -79,7 +79,8 @@ where
                     view! {
                         <p role="status" data-testid=format!("{prefix}-{count_id}-result")>{said.matched} " " {said.noun} " match ("
                             <span data-testid=format!("{prefix}-scope")>{said.scope}</span> ")" {said.after_scope}</p>
-                        {(said.matched > 0).then(|| view! {
+                        // Nothing to confirm when everything matched is left out (an empty `expected`).
+                        {(said.matched > 0 && !expected.is_empty()).then(|| view! {
                             <label for=input_id.clone()>"Type " <code>{expected.clone()}</code> " " {said.confirm_label}</label>
                             <input id=input_id.clone() type="text" autocomplete="off" prop:value=move || confirmation.get()
                                 on:input=move |ev| confirmation.set(event_target_value(&ev))/>

@@ -1,10 +1,13 @@
 //! Widgets shared by the pages: status badge, local time, top bar, error note, a loaded
 //! resource ([`Loaded`]); the typed confirmation of bulk actions ([`confirm`]); the forward
-//! deliveries list ([`forward`]); the URL query ([`query`]).
+//! deliveries list ([`forward`]); the URL query ([`query`]); the viewer's time zone ([`zone`]).
 
+pub mod chart;
 pub mod confirm;
 pub mod forward;
+pub mod live;
 pub mod query;
+pub mod zone;
 
 use crate::error::DashboardError;
 use crate::model::{Me, OutcomeKind, Status};
@@ -18,25 +21,12 @@ pub fn StatusBadge(status: Status, outcome: OutcomeKind) -> impl IntoView {
     view! { <span class=class title=status.as_str()>{outcome.as_str()}</span> }
 }
 
-/// A time shown in the viewer's zone once the page has hydrated, UTC on hover (and before).
+/// A time (RFC 3339, any offset) in the viewer's zone, which the top bar names:
+/// `2026-11-30 00:02:50`; in UTC on hover. The server and the browser write the same text.
 #[component]
 pub fn LocalTime(utc: String) -> impl IntoView {
-    let shown = RwSignal::new(utc_label(&utc));
-    #[cfg(feature = "hydrate")]
-    {
-        let utc = utc.clone();
-        Effect::new(move |_| {
-            let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&utc));
-            if !date.get_time().is_nan() {
-                let text: String = date
-                    .to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED)
-                    .into();
-                shown.set(text);
-            }
-        });
-    }
-    let title = utc_label(&utc);
-    view! { <time datetime=utc title=title>{move || shown.get()}</time> }
+    let (shown, title) = zone::shown_time(&utc);
+    view! { <time datetime=utc title=title>{shown}</time> }
 }
 
 /// `2026-11-29T23:02:50.123+00:00` → `2026-11-29 23:02:50 UTC`.
@@ -54,7 +44,9 @@ pub fn TopBar() -> impl IntoView {
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
     view! {
-        <a class="skip-link" href="#content">"Skip to content"</a>
+        // `target`: the browser follows it (moving the focus), not the router (which only scrolls).
+        <a class="skip-link" href="#content" target="_self">"Skip to content"</a>
+        <SlashFocusesSearch/>
         <header class="topbar" data-hydrated=move || hydrated.get().to_string()>
             <a class="brand" href="/">"hookbox"</a>
             <nav aria-label="Main">
@@ -70,6 +62,7 @@ pub fn TopBar() -> impl IntoView {
                 <label for="top-search-q" class="visually-hidden">"Search"</label>
                 <input id="top-search-q" name="q" type="search" maxlength="200" placeholder="Order, event id, email…  ( / )" required/>
             </form>
+            <span class="zone-switch"><zone::ZoneSwitch/></span>
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     match me.await {
@@ -79,7 +72,9 @@ pub fn TopBar() -> impl IntoView {
                                 <button type="submit" class="link">"Sign out"</button>
                             </ActionForm>
                         }.into_any(),
-                        _ => view! { <a class="who" href="/login">"Sign in"</a> }.into_any(),
+                        Ok(None) | Err(DashboardError::SignInRequired) => view! { <a class="who" href="/login">"Sign in"</a> }.into_any(),
+                        // hookbox unreachable or failing: the page's own note says so.
+                        Err(_) => ().into_any(),
                     }
                 })}
             </Suspense>
@@ -88,17 +83,60 @@ pub fn TopBar() -> impl IntoView {
     }
 }
 
-/// A failed load, said plainly; a lost session links to the sign-in page.
+/// A failed load, said plainly; a lost session links to the sign-in page. `retrying`: the page
+/// tries again by itself (a load, not an action), and says so when hookbox cannot be reached.
 #[component]
-pub fn ErrorNote(error: DashboardError) -> impl IntoView {
+pub fn ErrorNote(error: DashboardError, #[prop(optional)] retrying: bool) -> impl IntoView {
     view! {
-        <div class="error-note" role="alert">
+        <div class="error-note" role="alert" data-testid="error-note">
             {if error.needs_sign_in() {
                 view! { <p>"Your session has ended. " <a href="/login">"Sign in again"</a></p> }.into_any()
+            } else if error == DashboardError::Unreachable && retrying {
+                view! { <p>{UNREACHABLE_RETRYING}</p> }.into_any()
             } else {
                 view! { <p>{error.to_string()}</p> }.into_any()
             }}
         </div>
+    }
+}
+
+/// What a page that tries again by itself says when hookbox cannot be reached.
+pub const UNREACHABLE_RETRYING: &str =
+    "hookbox could not be reached. Check your connection; this page will retry.";
+
+/// How long a page waits before loading again what could not be loaded because hookbox could
+/// not be reached.
+pub const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `/` focuses the top bar's search box, unless the key is typed into a field.
+#[component]
+fn SlashFocusesSearch() -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let handle = window_event_listener(leptos::ev::keydown, |ev| {
+            if ev.key() != "/" || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+                return;
+            }
+            let typing = ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::HtmlElement>().ok())
+                .is_some_and(|el| {
+                    el.is_content_editable()
+                        || matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT")
+                });
+            if typing {
+                return;
+            }
+            if let Some(search) = document()
+                .get_element_by_id("top-search-q")
+                .and_then(|el| el.dyn_into::<web_sys::HtmlElement>().ok())
+            {
+                ev.prevent_default();
+                let _ = search.focus();
+            }
+        });
+        on_cleanup(move || handle.remove());
     }
 }
 
@@ -118,7 +156,14 @@ where
                 let show = show.clone();
                 Suspend::new(async move {
                     match resource.await {
-                        Err(e) => view! { <ErrorNote error=e/> }.into_any(),
+                        Err(e) => {
+                            let retrying = e == DashboardError::Unreachable;
+                            #[cfg(feature = "hydrate")]
+                            if retrying {
+                                set_timeout(move || resource.refetch(), RETRY_AFTER);
+                            }
+                            view! { <ErrorNote error=e retrying/> }.into_any()
+                        }
                         Ok(value) => show(value).into_any(),
                     }
                 })

@@ -5,8 +5,10 @@
 //! alike; `true` is not `1`).
 //!
 //! On PostgreSQL it is `@>` itself over the GIN index of `hookbox_body_json(body)` (migration
-//! m20261201_000009). On SQLite the same rules are spelled with `json_each`, reading each body:
-//! correct, and as fast as a scan of the archive (see docs/dashboard.md).
+//! m20261201_000009, `jsonb_ops` since m20261203_000014). On SQLite the same rules are spelled
+//! with `json_each`, reading each body: correct, and as fast as a scan of the archive (see
+//! docs/dashboard.md). The top bar's search looks for a value anywhere in a body
+//! ([`push_value_anywhere`]) over the same index.
 
 use super::conditions::{Conditions, QueryError};
 use sea_orm::DatabaseBackend;
@@ -139,6 +141,74 @@ fn sqlite_contains(c: &mut Conditions, row: &str, value: &Json, aliases: &mut us
     }
 }
 
+/// What the top bar's search looks for anywhere in a body ([`push_value_anywhere`]): what was
+/// typed, also in lower case, and the JSON number it spells (`10231` finds `"10231"` and `10231`).
+/// Whole values only: `10231` does not find `"ord_10231"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnyValue {
+    pub strings: Vec<String>,
+    pub number: Option<serde_json::Number>,
+}
+
+impl AnyValue {
+    pub fn of(text: &str) -> AnyValue {
+        let mut strings = vec![text.to_string()];
+        let lower = text.to_lowercase();
+        if lower != text {
+            strings.push(lower);
+        }
+        let number = serde_json::from_str::<serde_json::Number>(text)
+            .ok()
+            .filter(|_| text.len() <= 40);
+        AnyValue { strings, number }
+    }
+}
+
+/// Adds the condition "some value in the body, at any depth (inside objects and arrays), equals
+/// one of `values`": on PostgreSQL a JSON path (`$.** ? (@ == "…")`) over the GIN index of
+/// `hookbox_body_json(body)` (its `jsonb_ops` class, migration m20261203_000014); on SQLite
+/// `json_tree` reading each body. A body that is not JSON holds nothing.
+pub(crate) fn push_value_anywhere(c: &mut Conditions, backend: DatabaseBackend, values: &AnyValue) {
+    // Two algorithms, not a spelling: the index's operator, or reading each body.
+    if backend == DatabaseBackend::Postgres {
+        let mut tests: Vec<String> = values
+            .strings
+            .iter()
+            .map(|s| format!("@ == {}", Json::String(s.clone())))
+            .collect();
+        if let Some(n) = &values.number {
+            tests.push(format!("@ == {n}"));
+        }
+        // Built, not pushed: `push` would take the operator's `?` for a placeholder.
+        let path = c.placeholder(format!("$.** ? ({})", tests.join(" || ")));
+        c.push_built(format!(
+            "hookbox_body_json(body) @? CAST({path} AS jsonpath)"
+        ));
+        return;
+    }
+    let mut tests: Vec<String> = values
+        .strings
+        .iter()
+        .map(|s| {
+            let p = c.placeholder(s.clone());
+            format!("(v.type = 'text' AND v.atom = {p})")
+        })
+        .collect();
+    if let Some(n) = &values.number {
+        let p = match n.as_i64() {
+            Some(i) => c.placeholder(i),
+            None => c.placeholder(n.as_f64().unwrap_or(f64::NAN)),
+        };
+        tests.push(format!("(v.type IN ('integer', 'real') AND v.atom = {p})"));
+    }
+    c.push_built(format!(
+        "(CASE WHEN json_valid(CAST(body AS TEXT))
+               THEN EXISTS (SELECT 1 FROM json_tree(CAST(body AS TEXT)) AS v WHERE {})
+               ELSE 0 END)",
+        tests.join(" OR ")
+    ));
+}
+
 /// The fields of a body an operator can search by from its page: each scalar leaf inside
 /// objects (strings, booleans, integers) as (its JSON pointer, the `match` object that finds
 /// it), at most `limit`. Leaves inside arrays are left out.
@@ -226,6 +296,25 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_value_anywhere_is_what_was_typed_in_lower_case_too_and_the_number_it_spells() {
+        let typed = AnyValue::of("Ana@Example.com");
+        assert_eq!(typed.strings, ["Ana@Example.com", "ana@example.com"]);
+        assert_eq!(typed.number, None);
+        let order = AnyValue::of("10231");
+        assert_eq!(order.strings, ["10231"]);
+        assert_eq!(
+            order.number.map(|n| n.to_string()).as_deref(),
+            Some("10231")
+        );
+        let mut c = Conditions::new();
+        push_value_anywhere(&mut c, DatabaseBackend::Postgres, &AnyValue::of("a\"b"));
+        assert_eq!(
+            c.values,
+            [sea_orm::Value::from(r#"$.** ? (@ == "a\"b")"#.to_string())]
+        );
     }
 
     #[test]

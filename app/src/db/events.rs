@@ -1,19 +1,18 @@
 //! `webhook_events`, the archive: pages of it by filter and cursor, one stored delivery with its
-//! headers and body, every delivery of one event, the failed ones of a filter, and where a search
-//! leads. Every list is bounded and walks an index (see the migrations).
+//! headers and body, every delivery of one event, the failed ones of a filter. Every list is
+//! bounded and walks an index (see the migrations).
 
 use super::Db;
 use super::dialect::Dialect;
 use super::filter::{Conditions, QueryError, add_filter_conditions, filter_conditions};
 use crate::model::{EventFilter, EventPage, EventRow, OutcomeKind, Status};
-use crate::url::urlencode;
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, QueryResult, Statement};
 
 pub const PAGE_SIZE: usize = 50;
 
 /// The columns of an archive row in a list, decoded by name into [`EventRecord`].
-pub(crate) const EVENT_COLUMNS: &str = "id, source, event_id, object_id, revision, event_type, status, outcome, error_message, received_at, replay_of, replayed_by";
+pub(crate) const EVENT_COLUMNS: &str = "id, source, event_id, object_id, revision, event_type, status, outcome, error_message, received_at, replay_of, replayed_by, resolved_by";
 
 /// An archive row as the database returns it.
 #[derive(Debug, FromQueryResult)]
@@ -30,6 +29,7 @@ pub(crate) struct EventRecord {
     received_at: DateTime<Utc>,
     replay_of: Option<i64>,
     replayed_by: Option<String>,
+    resolved_by: Option<i64>,
 }
 
 impl From<EventRecord> for EventRow {
@@ -47,6 +47,7 @@ impl From<EventRecord> for EventRow {
             received_at: r.received_at.to_rfc3339(),
             replay_of: r.replay_of,
             replayed_by: r.replayed_by,
+            resolved_by: r.resolved_by,
         }
     }
 }
@@ -272,27 +273,4 @@ pub async fn deliveries_of(db: &Db, source: &str, event_id: &str) -> Result<Vec<
         ))
         .await?;
     rows.iter().map(event_row).collect()
-}
-
-/// Where a search box entry leads: an object's page when exactly one object has that id, else
-/// the archive filtered by it.
-pub async fn search_target(db: &Db, q: &str) -> Result<String, DbErr> {
-    let q = q.trim();
-    // No id is that long: the archive's list refuses it, naming `q`.
-    if q.len() > super::filter::MAX_FILTER_BYTES {
-        return Ok(format!("/events?q={}", urlencode(q)));
-    }
-    let rows = db
-        .conn
-        .query_all_raw(Statement::from_sql_and_values(
-            db.backend(),
-            "SELECT source FROM object_state WHERE object_id = $1 LIMIT 2",
-            vec![q.into()],
-        ))
-        .await?;
-    if rows.len() == 1 {
-        let source: String = rows[0].try_get("", "source")?;
-        return Ok(format!("/objects/{}/{}", urlencode(&source), urlencode(q)));
-    }
-    Ok(format!("/events?q={}", urlencode(q)))
 }

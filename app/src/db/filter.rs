@@ -6,13 +6,21 @@ pub use super::conditions::QueryError;
 use super::conditions::given;
 use crate::model::{EventFilter, OutcomeKind, Status};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
+use chrono_tz::Tz;
 use sea_orm::DatabaseBackend;
 
 /// The years a `from` / `to` filter may name: what both databases store and compare correctly
 /// (SQLite compares times as text, so a fifth digit would sort wrong).
 const FILTER_YEARS: std::ops::RangeInclusive<i32> = 1..=9999;
 
-fn parse_time(field: &str, text: &str, end_of_day: bool) -> Result<DateTime<Utc>, QueryError> {
+/// `from` (`end_of_day` false) or `to` as a UTC time: a date is a day in `zone` (`to` takes the
+/// whole day), an RFC 3339 time the instant it names.
+fn parse_time(
+    field: &str,
+    text: &str,
+    end_of_day: bool,
+    zone: Tz,
+) -> Result<DateTime<Utc>, QueryError> {
     let out_of_range = || {
         QueryError::BadFilter(format!(
             "{field}: {text:?} is out of range (years {} to {})",
@@ -30,7 +38,7 @@ fn parse_time(field: &str, text: &str, end_of_day: bool) -> Result<DateTime<Utc>
             date
         };
         // The day after 9999-12-31 is past the range: its last instant bounds it instead.
-        let bound = start_of(day);
+        let bound = crate::present::zone::local_midnight(zone, day);
         if bound.year() > *FILTER_YEARS.end() {
             bound - Duration::microseconds(1)
         } else {
@@ -52,11 +60,32 @@ fn parse_time(field: &str, text: &str, end_of_day: bool) -> Result<DateTime<Utc>
     Ok(time)
 }
 
-/// Midnight (UTC) at the start of `day`.
-pub(crate) fn start_of(day: NaiveDate) -> DateTime<Utc> {
-    day.and_hms_opt(0, 0, 0)
-        .map(|t| t.and_utc())
-        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+/// The zone whose days a filter's dates are: its `tz` (an IANA name, or `UTC`), UTC when it
+/// names none; anything else is a 400 naming `tz`.
+pub fn filter_zone(filter: &EventFilter) -> Result<Tz, QueryError> {
+    match given(&filter.tz) {
+        None => Ok(chrono_tz::UTC),
+        Some(name) => name.parse::<Tz>().map_err(|_| {
+            QueryError::BadFilter(format!(
+                "tz: {name:?} is not a time zone (an IANA name like Europe/Berlin, or UTC)"
+            ))
+        }),
+    }
+}
+
+/// Received times from (inclusive) and to (exclusive), in UTC; `None`: unbounded.
+pub type ReceivedRange = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+/// The received times a filter's `from` and `to` select.
+pub fn received_range(filter: &EventFilter) -> Result<ReceivedRange, QueryError> {
+    let zone = filter_zone(filter)?;
+    let from = given(&filter.from)
+        .map(|from| parse_time("from", &from, false, zone))
+        .transpose()?;
+    let to = given(&filter.to)
+        .map(|to| parse_time("to", &to, true, zone))
+        .transpose()?;
+    Ok((from, to))
 }
 
 pub(crate) fn filter_conditions(
@@ -83,6 +112,9 @@ pub fn check_lengths(filter: &EventFilter) -> Result<(), QueryError> {
         ("from", &filter.from),
         ("to", &filter.to),
         ("q", &filter.q),
+        ("tz", &filter.tz),
+        ("open", &filter.open),
+        ("class", &filter.class),
     ] {
         if value.as_ref().is_some_and(|v| v.len() > MAX_FILTER_BYTES) {
             return Err(QueryError::BadFilter(format!(
@@ -128,11 +160,12 @@ pub(crate) fn add_filter_conditions(
     if let Some(source) = given(&filter.source) {
         c.push("source = ?", source);
     }
-    if let Some(from) = given(&filter.from) {
-        c.push("received_at >= ?", parse_time("from", &from, false)?);
+    let (from, to) = received_range(filter)?;
+    if let Some(from) = from {
+        c.push("received_at >= ?", from);
     }
-    if let Some(to) = given(&filter.to) {
-        c.push("received_at < ?", parse_time("to", &to, true)?);
+    if let Some(to) = to {
+        c.push("received_at < ?", to);
     }
     if let Some(q) = given(&filter.q) {
         c.push_pair("(event_id = ? OR object_id = ?)", q.clone(), q);
@@ -141,7 +174,24 @@ pub(crate) fn add_filter_conditions(
         let value = super::contains::parse_match(&text)?;
         super::contains::push_containment(c, backend, &text, &value);
     }
+    if let Some(class) = given(&filter.class) {
+        c.push("error_class = ?", class);
+    }
+    if open_only(filter)? {
+        c.push_built(super::open_failures::open_failure("webhook_events"));
+    }
     Ok(())
+}
+
+/// Whether the filter takes open failures only (`open=1`; `0` or empty: every row).
+pub fn open_only(filter: &EventFilter) -> Result<bool, QueryError> {
+    match given(&filter.open).as_deref() {
+        None | Some("0") | Some("false") => Ok(false),
+        Some("1") | Some("true") | Some("on") => Ok(true),
+        Some(other) => Err(QueryError::BadFilter(format!(
+            "open: {other:?} is not 1 (open failures only) or 0"
+        ))),
+    }
 }
 
 /// The filter in words, its fields as given (trimmed; empty ones left out), then `status` when
@@ -156,15 +206,29 @@ pub fn in_words(filter: &EventFilter, status: Option<&str>) -> String {
         ("outcome", given(&filter.outcome)),
         ("from", given(&filter.from)),
         ("to", given(&filter.to)),
+        ("days in", days_in(filter)),
         ("event or object id", given(&filter.q)),
         ("body contains", given(&filter.r#match)),
+        ("cause", given(&filter.class)),
         ("status", status.map(str::to_string)),
     ] {
         if let Some(value) = value {
             parts.push(format!("{label} {value}"));
         }
     }
+    if open_only(filter).unwrap_or(false) {
+        parts.push("open only".into());
+    }
     parts.join(", ")
+}
+
+/// The zone a filter's dates are days in, when it names a date (not an RFC 3339 time).
+fn days_in(filter: &EventFilter) -> Option<String> {
+    let is_date = |v: &Option<String>| {
+        given(v).is_some_and(|text| NaiveDate::parse_from_str(&text, "%Y-%m-%d").is_ok())
+    };
+    (is_date(&filter.from) || is_date(&filter.to))
+        .then(|| given(&filter.tz).unwrap_or_else(|| "UTC".into()))
 }
 
 #[cfg(test)]
@@ -181,7 +245,7 @@ mod tests {
             ("to", "+10000-01-01", true),
             ("from", "9999-12-31T23:00:00-23:00", false),
         ] {
-            match parse_time(field, text, end_of_day) {
+            match parse_time(field, text, end_of_day, chrono_tz::UTC) {
                 Err(QueryError::BadFilter(reason)) => assert!(
                     reason.starts_with(&format!("{field}: ")) && reason.contains("out of range"),
                     "{text}: {reason}"
@@ -189,9 +253,61 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
-        let last = parse_time("to", "9999-12-31", true).expect("the last day");
+        let last = parse_time("to", "9999-12-31", true, chrono_tz::UTC).expect("the last day");
         assert_eq!(last.to_rfc3339(), "9999-12-31T23:59:59.999999+00:00");
-        let next_day = parse_time("to", "2026-11-29", true).expect("a day");
+        let next_day = parse_time("to", "2026-11-29", true, chrono_tz::UTC).expect("a day");
         assert_eq!(next_day.to_rfc3339(), "2026-11-30T00:00:00+00:00");
+    }
+
+    #[test]
+    fn filter_dates_are_days_in_the_filters_zone() {
+        let filter = |tz: Option<&str>| EventFilter {
+            from: Some("2026-11-30".into()),
+            to: Some("2026-11-30".into()),
+            tz: tz.map(str::to_string),
+            ..EventFilter::default()
+        };
+        let range = |tz| {
+            let (from, to) = received_range(&filter(tz)).expect("a range");
+            (from.map(|t| t.to_rfc3339()), to.map(|t| t.to_rfc3339()))
+        };
+        assert_eq!(
+            range(Some("America/Los_Angeles")),
+            (
+                Some("2026-11-30T08:00:00+00:00".into()),
+                Some("2026-12-01T08:00:00+00:00".into())
+            )
+        );
+        assert_eq!(range(None), range(Some("UTC")));
+        assert_eq!(
+            range(Some(" UTC ")).0.as_deref(),
+            Some("2026-11-30T00:00:00+00:00")
+        );
+        // An RFC 3339 time is the instant it names, whatever the zone.
+        let exact = EventFilter {
+            from: Some("2026-11-30T16:00:00-08:00".into()),
+            tz: Some("Asia/Tokyo".into()),
+            ..EventFilter::default()
+        };
+        let (from, _) = received_range(&exact).expect("a range");
+        assert_eq!(
+            from.map(|t| t.to_rfc3339()).as_deref(),
+            Some("2026-12-01T00:00:00+00:00")
+        );
+        assert_eq!(
+            in_words(&filter(Some("America/Los_Angeles")), None),
+            "every source, from 2026-11-30, to 2026-11-30, days in America/Los_Angeles"
+        );
+        assert_eq!(
+            in_words(&exact, None),
+            "every source, from 2026-11-30T16:00:00-08:00"
+        );
+        match received_range(&filter(Some("Mars/Olympus_Mons"))) {
+            Err(QueryError::BadFilter(reason)) => assert!(
+                reason.starts_with("tz: \"Mars/Olympus_Mons\" is not a time zone"),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

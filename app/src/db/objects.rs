@@ -1,8 +1,10 @@
-//! `object_state` and the inbox's revisions of one object: the object page.
+//! `object_state` and the inbox's revisions of one object, and the accepted deliveries of an
+//! object without revisions (a dedup source's): the object page.
 
 use super::Db;
 use super::dialect::Dialect;
-use crate::model::{ObjectHistory, Revision};
+use super::events::{EVENT_COLUMNS, event_row};
+use crate::model::{FoundObject, ObjectDeliveries, ObjectHistory, Revision};
 use crate::present::{DIFF_MAX_BYTES, Diff, diff, pretty};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};
@@ -14,7 +16,9 @@ pub const PAGE_MAX_CHANGES: usize = 2000;
 /// The longest one object page spends comparing revisions; the rest are shown uncompared.
 pub const PAGE_DIFF_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The object's projection and its accepted revisions, greatest first.
+/// Accepted deliveries shown on the page of an object without revisions, newest first.
+pub const DELIVERIES_LIMIT: usize = 100;
+
 /// Whether any archived delivery is about the object.
 pub async fn has_deliveries(db: &Db, source: &str, object_id: &str) -> Result<bool, DbErr> {
     Ok(db
@@ -28,6 +32,57 @@ pub async fn has_deliveries(db: &Db, source: &str, object_id: &str) -> Result<bo
         .is_some())
 }
 
+/// Whether the inbox accepted an event of the object that carries no revision: what a dedup
+/// source's events are (for a source no longer configured, whose mode is not known otherwise).
+pub async fn has_unrevisioned(db: &Db, source: &str, object_id: &str) -> Result<bool, DbErr> {
+    Ok(db
+        .conn
+        .query_one_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "SELECT 1 AS found FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision IS NULL LIMIT 1",
+            vec![source.into(), object_id.into()],
+        ))
+        .await?
+        .is_some())
+}
+
+/// The newest `limit` accepted deliveries of an object (archive rows processed: applied, stale
+/// or accepted), newest first, and how many of its events the inbox accepted (counted up to
+/// [`FoundObject::ACCEPTED_COUNTED`]; the archive may have purged older deliveries).
+pub async fn accepted_deliveries(
+    db: &Db,
+    source: &str,
+    object_id: &str,
+    limit: usize,
+) -> Result<ObjectDeliveries, DbErr> {
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT {EVENT_COLUMNS} FROM webhook_events
+                 WHERE object_id = $2 AND source = $1 AND status = 'processed'
+                 ORDER BY received_at DESC, id DESC LIMIT {limit}"
+            ),
+            vec![source.into(), object_id.into()],
+        ))
+        .await?;
+    let rows = rows.iter().map(event_row).collect::<Result<Vec<_>, _>>()?;
+    let accepted = super::find::accepted_counts(db, &[(source, object_id)])
+        .await?
+        .first()
+        .copied()
+        .unwrap_or(0);
+    Ok(ObjectDeliveries {
+        dedup: true,
+        rows,
+        limit,
+        accepted: accepted.min(FoundObject::ACCEPTED_COUNTED),
+        accepted_more: accepted > FoundObject::ACCEPTED_COUNTED,
+    })
+}
+
+/// The object's projection and its accepted revisions, greatest first.
 pub async fn object_history(
     db: &Db,
     source: &str,

@@ -67,17 +67,23 @@ pub struct SearchPermit {
 /// A place for one more search by `user`, or [`SearchError::Busy`]: at most
 /// [`SEARCHES_PER_USER`] per user and [`SEARCHES_AT_ONCE`] in all.
 pub fn begin_search(user: &str) -> Result<SearchPermit, SearchError> {
+    begin_search_as(user, "match")
+}
+
+/// [`begin_search`] for the search a refusal names by its `field` (`match`, the top bar's `q`):
+/// every body search shares the same places.
+pub fn begin_search_as(user: &str, field: &str) -> Result<SearchPermit, SearchError> {
     let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
     let total: usize = running.values().sum();
     let mine = running.get(user).copied().unwrap_or(0);
     if mine >= SEARCHES_PER_USER {
         return Err(SearchError::Busy(format!(
-            "match: you already have {mine} body search running (at most {SEARCHES_PER_USER} at once); wait for it to finish"
+            "{field}: you already have {mine} body search running (at most {SEARCHES_PER_USER} at once); wait for it to finish"
         )));
     }
     if total >= SEARCHES_AT_ONCE {
         return Err(SearchError::Busy(format!(
-            "match: {total} body searches are running, the most hookbox runs at once; try again shortly"
+            "{field}: {total} body searches are running, the most hookbox runs at once; try again shortly"
         )));
     }
     *running.entry(user.to_string()).or_default() += 1;

@@ -169,15 +169,16 @@ pub(super) async fn record<C: ConnectionTrait>(
             continue;
         }
         let outcome = met.outcome(mode);
-        let row = ArchiveRow {
+        let row = ArchiveRow::of(
             received,
-            event_id: Some(archived_event_id(&outcome, envelope)),
-            object_id: envelope.object_id.as_deref(),
-            revision: delivery.revision(),
-            event_type: envelope.event_type.as_deref(),
-            error_message: outcome.error_message(),
-            outcome: &outcome,
-        };
+            &outcome,
+            (
+                Some(archived_event_id(&outcome, envelope)),
+                envelope.object_id.as_deref(),
+                delivery.revision(),
+                envelope.event_type.as_deref(),
+            ),
+        );
         let archive_id = archive(on, &row).await?;
         return Ok(Recorded {
             archive_id,
@@ -196,6 +197,19 @@ pub(super) async fn archive<C: ConnectionTrait>(
         .await?
         .int("id")?
         .ok_or(DbErr::RecordNotInserted)
+}
+
+/// Marks the failure `replayed` (and the failures up its chain of replays) resolved by the
+/// archive row `replay` (`Statements::resolve`): on a caller's transaction, the replay's.
+pub(super) async fn resolve<C: ConnectionTrait>(
+    on: &mut On<'_, C>,
+    replayed: i64,
+    replay: i64,
+) -> Result<(), DbErr> {
+    let statements = Statements::of(on.dialect());
+    on.rows(&statements.resolve, &super::resolution::Resolution { replayed, replay })
+        .await?;
+    Ok(())
 }
 
 /// The event id a valid delivery is archived under: a replayed body under the event it replays.

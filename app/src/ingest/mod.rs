@@ -6,14 +6,18 @@
 //!   and the forward rows on the ingest path, built once for both databases;
 //! - `connection`: where they run (a parked PostgreSQL connection, SQLite's writer, a caller's
 //!   transaction) and the one sequence every valid delivery follows ([`connection::record`]);
-//! - `outcome`: what became of a delivery, and the table that decides an unclaimed one.
+//! - `outcome`: what became of a delivery, and the table that decides an unclaimed one;
+//! - `problem`: a failure's error class, the cause problems are grouped by;
+//! - `resolution`: the statement of the write path by which a replay resolves failures.
 //!
 //! The webhook route ([`apply_delivery`]) and replay ([`apply_in`]) both go through
 //! `connection::record`, so an outcome is decided in one place.
 
 mod connection;
 mod outcome;
+pub mod problem;
 pub mod replay;
+mod resolution;
 mod write;
 
 pub use outcome::Outcome;
@@ -151,15 +155,16 @@ pub async fn record_invalid_in<C: ConnectionTrait>(
     let outcome = Outcome::Invalid {
         reason: invalid.reason.clone(),
     };
-    let row = ArchiveRow {
+    let row = ArchiveRow::of(
         received,
-        event_id: invalid.event_id.as_deref(),
-        object_id: invalid.object_id.as_deref(),
-        revision: None,
-        event_type: invalid.event_type.as_deref(),
-        error_message: outcome.error_message(),
-        outcome: &outcome,
-    };
+        &outcome,
+        (
+            invalid.event_id.as_deref(),
+            invalid.object_id.as_deref(),
+            None,
+            invalid.event_type.as_deref(),
+        ),
+    );
     let archive_id = connection::archive(&mut On::Orm(conn), &row).await?;
     Ok(Recorded {
         archive_id,

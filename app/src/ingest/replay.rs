@@ -1,15 +1,23 @@
 //! Replay: a stored delivery through the same ingest transaction again, as a new archive row
 //! linked to the original and the operator. Never a bypass: replaying an accepted event is a
 //! recorded duplicate. A dry run is the same transaction, rolled back.
+//!
+//! A replay that does not fail (applied, stale, accepted, a duplicate) resolves the failure it
+//! replays, in its transaction: the original, and its failed replays (`write::Statements::resolve`). A replay
+//! that would fail as the original did (the same error class) is refused unless the operator
+//! insists ([`Repeat`]); a bulk replay leaves those out, with the failures already resolved and
+//! the replays themselves, and counts what it left out ([`Skipped`]).
 
+use super::connection::{On, resolve};
+use super::problem::error_class;
 use super::{Outcome, Received, Recorded, apply_in, begin, record_invalid_in};
 use crate::config::Config;
 use crate::db::Db;
 use crate::db::audit::{AuditEntry, audit_on};
 use crate::db::events::StoredDelivery;
 use crate::envelope::parse_envelope;
-use crate::model::AuditAction;
-use sea_orm::{DatabaseTransaction, DbErr};
+use crate::model::{AuditAction, EventRow, Skipped, Status};
+use sea_orm::{DatabaseTransaction, DbErr, TransactionTrait};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -19,6 +27,13 @@ pub enum ReplayError {
     /// 422, since trying again meets it again; nothing was written.
     #[error("{0}")]
     Refused(String),
+    /// The replay would fail as the original did: nothing was written.
+    #[error("the replay would fail as the original did ({class}): fix the cause first, or insist")]
+    SameFailure { class: String },
+    /// A confirmed bulk replay would replay another number of deliveries than the operator
+    /// confirmed (something changed since the dry run): nothing was written.
+    #[error("{now} deliveries would be replayed now, not {expected}")]
+    CountChanged { expected: usize, now: usize },
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -54,8 +69,27 @@ fn header_map(headers_json: &str) -> http::HeaderMap {
     map
 }
 
+/// Whether a replay may fail as its original did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    /// Refused ([`ReplayError::SameFailure`]): the cause is not fixed yet.
+    Refused,
+    /// The operator insists (the dashboard's typed override).
+    Allowed,
+}
+
+/// Whether `outcome`, a replay's, is the failure of `original` again: both failed, with the
+/// same error class.
+pub fn fails_the_same_way(original: &EventRow, outcome: &Outcome) -> bool {
+    original.status == Status::Failed
+        && outcome.status() == Status::Failed
+        && error_class(original.outcome, original.error_message.as_deref())
+            == error_class(outcome.kind(), outcome.error_message().as_deref())
+}
+
 /// Runs a stored delivery through ingest. `dry_run` rolls everything back; otherwise the new
-/// archive row and one audit row commit together.
+/// archive row and one audit row commit together. The replay may fail as the original did
+/// (see [`replay_checked`]).
 pub async fn replay(
     db: &Db,
     config: &Config,
@@ -63,12 +97,27 @@ pub async fn replay(
     operator: &str,
     dry_run: bool,
 ) -> Result<Recorded, ReplayError> {
-    run(db, config, stored, operator, dry_run, true)
+    replay_checked(db, config, stored, operator, dry_run, Repeat::Allowed).await
+}
+
+/// [`replay`], refusing (with `Repeat::Refused`) a replay that fails as the original did: its
+/// transaction rolls back and the answer is [`ReplayError::SameFailure`]. A dry run is never
+/// refused: it tells.
+pub async fn replay_checked(
+    db: &Db,
+    config: &Config,
+    stored: &StoredDelivery,
+    operator: &str,
+    dry_run: bool,
+    repeat: Repeat,
+) -> Result<Recorded, ReplayError> {
+    run(db, config, stored, operator, dry_run, repeat)
         .await
         .map_err(ReplayError::classified)
 }
 
-/// One stored delivery through ingest inside `txn`, without the commit.
+/// One stored delivery through ingest inside `txn`, without the commit. When it does not fail,
+/// it resolves the failure it replays (and the failed replays of that failure before it).
 async fn replay_in(
     txn: &DatabaseTransaction,
     config: &Config,
@@ -92,12 +141,14 @@ async fn replay_in(
         forward_to: &source.forward,
     };
     let headers = header_map(&stored.headers_json);
-    Ok(
-        match parse_envelope(&source.mapping, &headers, &stored.body) {
-            Ok(envelope) => apply_in(txn, source.mapping.mode, &received, &envelope).await?,
-            Err(invalid) => record_invalid_in(txn, &received, &invalid).await?,
-        },
-    )
+    let recorded = match parse_envelope(&source.mapping, &headers, &stored.body) {
+        Ok(envelope) => apply_in(txn, source.mapping.mode, &received, &envelope).await?,
+        Err(invalid) => record_invalid_in(txn, &received, &invalid).await?,
+    };
+    if recorded.outcome.status() != Status::Failed {
+        resolve(&mut On::Orm(txn), stored.row.id, recorded.archive_id).await?;
+    }
+    Ok(recorded)
 }
 
 async fn run(
@@ -106,7 +157,7 @@ async fn run(
     stored: &StoredDelivery,
     operator: &str,
     dry_run: bool,
-    audited: bool,
+    repeat: Repeat,
 ) -> Result<Recorded, ReplayError> {
     let txn = begin(db).await?;
     let recorded = replay_in(&txn, config, stored, operator).await?;
@@ -117,12 +168,21 @@ async fn run(
             outcome: recorded.outcome,
         });
     }
-    if !audited {
-        txn.commit().await?;
-        return Ok(recorded);
+    if repeat == Repeat::Refused && fails_the_same_way(&stored.row, &recorded.outcome) {
+        txn.rollback().await?;
+        return Err(ReplayError::SameFailure {
+            class: error_class(
+                recorded.outcome.kind(),
+                recorded.outcome.error_message().as_deref(),
+            )
+            .unwrap_or_default(),
+        });
     }
     let target = stored.row.id.to_string();
-    let detail = format!("new archive row {}", recorded.archive_id);
+    let mut detail = format!("new archive row {}", recorded.archive_id);
+    if stored.row.status == Status::Failed && recorded.outcome.status() != Status::Failed {
+        detail.push_str(", which resolves the failure");
+    }
     audit_on(
         &txn,
         AuditEntry {
@@ -139,17 +199,54 @@ async fn run(
     Ok(recorded)
 }
 
-/// Dry-runs or replays many stored deliveries. The dry run takes each alone, rolled back. The
-/// replay takes them all in one transaction with one audit row (the count, the outcomes and the
-/// ids of the deliveries replayed): it all commits, or nothing does. Returns each outcome.
+/// What a bulk replay does: a dry run, or the replay of exactly `expected` deliveries (the
+/// count the dry run answered and the operator confirmed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bulk {
+    DryRun,
+    Confirmed { expected: usize },
+}
+
+/// What a bulk replay did (or would do): the outcome of each delivery replayed, and what it
+/// left out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BulkReplay {
+    pub outcomes: Vec<Outcome>,
+    pub skipped: Skipped,
+}
+
+impl BulkReplay {
+    /// Outcome → how many, in the order first met.
+    pub fn breakdown(&self) -> Vec<(&'static str, usize)> {
+        let mut breakdown: Vec<(&str, usize)> = Vec::new();
+        for outcome in &self.outcomes {
+            match breakdown
+                .iter_mut()
+                .find(|(name, _)| *name == outcome.name())
+            {
+                Some(entry) => entry.1 += 1,
+                None => breakdown.push((outcome.name(), 1)),
+            }
+        }
+        breakdown
+    }
+}
+
+/// Replays many stored failures in one transaction, in order, with one audit row (the count,
+/// the outcomes, what was left out and why, the ids replayed): it all commits, or nothing does.
+/// Failures already resolved, replays themselves and failures whose replay would fail as they
+/// did (each tried in a savepoint, rolled back) are left out. The dry run is the same
+/// transaction rolled back, so it answers exactly what the replay will do. A confirmed replay
+/// that would replay another number than `expected` writes nothing
+/// ([`ReplayError::CountChanged`]).
 pub async fn replay_many(
     db: &Db,
     config: &Config,
     ids: &[i64],
     operator: &str,
-    dry_run: bool,
-) -> Result<Vec<Outcome>, ReplayError> {
-    replay_many_unclassified(db, config, ids, operator, dry_run)
+    mode: Bulk,
+) -> Result<BulkReplay, ReplayError> {
+    replay_many_unclassified(db, config, ids, operator, mode)
         .await
         .map_err(ReplayError::classified)
 }
@@ -159,57 +256,74 @@ async fn replay_many_unclassified(
     config: &Config,
     ids: &[i64],
     operator: &str,
-    dry_run: bool,
-) -> Result<Vec<Outcome>, ReplayError> {
-    let mut outcomes = Vec::with_capacity(ids.len());
-    if dry_run {
-        for id in ids {
-            let Some(stored) = crate::db::events::stored_delivery(db, *id).await? else {
-                continue;
-            };
-            match run(db, config, &stored, operator, true, false).await {
-                Ok(recorded) => outcomes.push(recorded.outcome),
-                Err(ReplayError::UnknownSource(_)) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        return Ok(outcomes);
-    }
+    mode: Bulk,
+) -> Result<BulkReplay, ReplayError> {
     // Dropped without a commit on any error: every replay of this call rolls back.
     let txn = begin(db).await?;
+    let mut done = BulkReplay::default();
     let mut replayed = Vec::with_capacity(ids.len());
     for id in ids {
         let Some(stored) = crate::db::events::stored_delivery_on(&txn, *id).await? else {
             continue;
         };
-        match replay_in(&txn, config, &stored, operator).await {
-            Ok(recorded) => {
-                replayed.push(id.to_string());
-                outcomes.push(recorded.outcome);
+        // A replay first: replaying its original resolves it too, earlier in this transaction.
+        if stored.row.replayed_by.is_some() {
+            done.skipped.replays += 1;
+            continue;
+        }
+        if stored.row.resolved_by.is_some() {
+            done.skipped.resolved += 1;
+            continue;
+        }
+        let attempt = txn.begin().await?;
+        match replay_in(&attempt, config, &stored, operator).await {
+            Ok(recorded) if fails_the_same_way(&stored.row, &recorded.outcome) => {
+                attempt.rollback().await?;
+                done.skipped.same_failure += 1;
             }
-            Err(ReplayError::UnknownSource(_)) => continue,
+            Ok(recorded) => {
+                attempt.commit().await?;
+                replayed.push(id.to_string());
+                done.outcomes.push(recorded.outcome);
+            }
+            Err(ReplayError::UnknownSource(_)) => {
+                attempt.rollback().await?;
+                done.skipped.unknown_source += 1;
+            }
             Err(e) => return Err(e),
         }
     }
-    let mut breakdown: Vec<(&str, usize)> = Vec::new();
-    for outcome in &outcomes {
-        match breakdown
-            .iter_mut()
-            .find(|(name, _)| *name == outcome.name())
-        {
-            Some(entry) => entry.1 += 1,
-            None => breakdown.push((outcome.name(), 1)),
+    let expected = match mode {
+        Bulk::DryRun => {
+            txn.rollback().await?;
+            return Ok(done);
         }
+        Bulk::Confirmed { expected } => expected,
+    };
+    if done.outcomes.len() != expected {
+        txn.rollback().await?;
+        return Err(ReplayError::CountChanged {
+            expected,
+            now: done.outcomes.len(),
+        });
     }
-    let mut detail = breakdown
+    let mut detail = done
+        .breakdown()
         .iter()
         .map(|(n, c)| format!("{n}: {c}"))
         .collect::<Vec<_>>()
         .join(", ");
+    if done.skipped.total() > 0 {
+        detail.push_str(&format!(
+            "; skipped {}: {}",
+            done.skipped.total(),
+            done.skipped.in_words()
+        ));
+    }
     if !replayed.is_empty() {
         detail.push_str(&format!("; deliveries {}", replayed.join(", ")));
     }
-    let count = outcomes.len().to_string();
+    let count = done.outcomes.len().to_string();
     audit_on(
         &txn,
         AuditEntry {
@@ -223,5 +337,5 @@ async fn replay_many_unclassified(
     )
     .await?;
     txn.commit().await?;
-    Ok(outcomes)
+    Ok(done)
 }

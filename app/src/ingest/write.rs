@@ -48,24 +48,25 @@ const PROJECTION_COLUMNS: &str = "source, object_id, revision, snapshot, updated
 
 /// The archive row's columns, in the order of [`archive_values`].
 const ARCHIVE_COLUMNS: &str = "source, event_id, object_id, revision, event_type, status, outcome,
-        error_message, headers, body, received_at, replay_of, replayed_by";
+        error_message, headers, body, received_at, replay_of, replayed_by, error_class";
 
 /// A forward delivery's columns, in the order of [`forward_values`].
 const FORWARD_COLUMNS: &str = "destination, source, event_id, object_id, revision, event_type,
         archive_id, status, attempts, next_attempt_at, created_at, received_at, payload";
 
 /// The archive row's values for [`ARCHIVE_COLUMNS`]: the delivery's parameters, with the
-/// status, the outcome, the error and the body as the statement decides them.
+/// status, the outcome, the error (its message and class) and the body as the statement
+/// decides them.
 fn archive_values(
     dialect: Dialect,
     status: &str,
     outcome: &str,
-    error: &str,
+    (error, class): (&str, &str),
     body: &str,
 ) -> String {
     format!(
         ":source, :event_id, :object_id, :revision, :event_type, {status}, {outcome}, {error},
-        {headers}, {body}, :received_at, :replay_of, :replayed_by",
+        {headers}, {body}, :received_at, :replay_of, :replayed_by, {class}",
         headers = dialect.json(":headers"),
     )
 }
@@ -131,6 +132,11 @@ pub(super) struct Statements {
     pub archive: Named,
     /// The projection's revision after a stale answer (`revision`).
     pub current_revision: Named,
+    /// A replay (the archive row `replay`) that did not fail resolves the failure it replays
+    /// (`replayed`) and, up the chain of `replay_of`, the failures that one replays (the
+    /// original of a replay of a replay too), and the failed replays of any of them. Each
+    /// failed row's `resolved_by` is set once.
+    pub resolve: Named,
 }
 
 impl Statements {
@@ -162,6 +168,7 @@ impl Statements {
             current_revision: Named::new(
                 "SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id",
             ),
+            resolve: Named::new(&super::resolution::statement()),
         }
     }
 }
@@ -206,7 +213,13 @@ FROM archived",
         accepted = literal(OutcomeKind::Accepted),
         applied = literal(OutcomeKind::Applied),
         stale = literal(OutcomeKind::Stale),
-        archive = archive_values(d, &claimed_status(), "decided.outcome", "NULL", ":body"),
+        archive = archive_values(
+            d,
+            &claimed_status(),
+            "decided.outcome",
+            ("NULL", "NULL"),
+            ":body"
+        ),
         forward = forward_values("d.value", "archived.id"),
         destinations = d.json_strings(":destinations"),
         forwarded = forwarded_outcomes(),
@@ -259,7 +272,7 @@ INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
                 literal(OutcomeKind::Applied),
                 literal(OutcomeKind::Stale)
             ),
-            "NULL",
+            ("NULL", "NULL"),
             ":body"
         ),
         forward = forward_values("d.value", "s.archive_id"),
@@ -304,7 +317,7 @@ fn archive(dialect: Dialect) -> String {
             dialect,
             ":status",
             ":outcome",
-            ":error_message",
+            (":error_message", ":error_class"),
             &format!(
                 "CASE WHEN same.id IS NULL THEN :body ELSE {} END",
                 dialect.empty_bytes()
@@ -416,6 +429,36 @@ pub(super) struct ArchiveRow<'a> {
     pub event_type: Option<&'a str>,
     pub outcome: &'a Outcome,
     pub error_message: Option<String>,
+    /// The failure's class (`problem::error_class`), from the outcome and the message.
+    pub error_class: Option<String>,
+}
+
+impl<'a> ArchiveRow<'a> {
+    /// The row of `outcome`: its error message and class as the outcome gives them.
+    pub(super) fn of(
+        received: &'a Received<'a>,
+        outcome: &'a Outcome,
+        identity: (
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<i64>,
+            Option<&'a str>,
+        ),
+    ) -> ArchiveRow<'a> {
+        let (event_id, object_id, revision, event_type) = identity;
+        let error_message = outcome.error_message();
+        let error_class = super::problem::error_class(outcome.kind(), error_message.as_deref());
+        ArchiveRow {
+            received,
+            event_id,
+            object_id,
+            revision,
+            event_type,
+            outcome,
+            error_message,
+            error_class,
+        }
+    }
 }
 
 impl Binds for ArchiveRow<'_> {
@@ -430,6 +473,7 @@ impl Binds for ArchiveRow<'_> {
             "status" => self.outcome.status().as_str().into(),
             "outcome" => self.outcome.name().into(),
             "error_message" => self.error_message.as_deref().into(),
+            "error_class" => self.error_class.as_deref().into(),
             "headers" => received.headers_json.into(),
             "body" => received.body.into(),
             "received_at" => received.received_at.into(),
@@ -512,6 +556,7 @@ mod tests {
             "status",
             "outcome",
             "error_message",
+            "error_class",
             "headers",
             "body",
             "received_at",
@@ -532,6 +577,9 @@ mod tests {
             }
             for name in s.archive.names() {
                 assert!(archive.contains(&name.as_str()), "{dialect:?}: :{name}");
+            }
+            for name in s.resolve.names() {
+                assert!(["replayed", "replay"].contains(&name.as_str()), ":{name}");
             }
         }
     }

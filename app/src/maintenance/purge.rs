@@ -1,5 +1,6 @@
 //! Archive retention: archive rows (`webhook_events`) older than `retention_days` are deleted,
-//! and so are forward deliveries that are done (delivered or superseded) with their attempts.
+//! and so are forward deliveries that are done (delivered or superseded) with their attempts;
+//! the overview's rollup keeps its last 8 days (`db::overview::purge_rollup`).
 //! The inbox and the projection are never purged (guarantee 6 of `docs/webhooks.md`), nor are
 //! pending or dead forward deliveries: they wait for an attempt or an operator.
 //!
@@ -161,6 +162,19 @@ pub async fn run_once(db: &Db, retention_days: u32, audit_retention_days: u32) {
         Err(error) => tracing::warn!(
             %error,
             "forwarding retention: purge failed; retrying at the next run"
+        ),
+    }
+    // The overview's rollup keeps only the quarters its chart can show, whatever the retention.
+    let rollup_cutoff = Utc::now() - crate::db::overview::ROLLUP_KEPT;
+    match crate::db::overview::purge_rollup(db, rollup_cutoff).await {
+        Ok(rows) => tracing::info!(
+            rows,
+            cutoff = %rollup_cutoff.to_rfc3339(),
+            "overview rollup: purged quarters older than the chart shows"
+        ),
+        Err(error) => tracing::warn!(
+            %error,
+            "overview rollup: purge failed; retrying at the next run"
         ),
     }
     let audit_cutoff = retention_cutoff(Utc::now(), audit_retention_days);

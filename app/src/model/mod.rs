@@ -157,6 +157,14 @@ vocabulary! {
         RetryForward = "retry_forward",
         BulkRetryForward = "bulk_retry_forward",
         Export = "export",
+        /// An operator said of a cause (`/problems`): someone is on it, it is fixed, it is
+        /// expected, or none of these any more.
+        AcknowledgeProblem = "acknowledge_problem",
+        ResolveProblem = "resolve_problem",
+        IgnoreProblem = "ignore_problem",
+        ReopenProblem = "reopen_problem",
+        /// A delivered forward delivery sent again (one, or every one since a time).
+        ResendForward = "resend_forward",
     }
 }
 
@@ -183,6 +191,9 @@ pub struct EventRow {
     pub received_at: String,
     pub replay_of: Option<i64>,
     pub replayed_by: Option<String>,
+    /// A failure's replay that resolved it (applied, stale, accepted or a duplicate).
+    #[serde(default)]
+    pub resolved_by: Option<i64>,
 }
 
 /// The filters of `/events`, as they stand in the URL.
@@ -195,11 +206,22 @@ pub struct EventFilter {
     pub from: Option<String>,
     /// A date (the whole day counts) or an RFC 3339 time, exclusive.
     pub to: Option<String>,
+    /// The zone whose days `from` and `to` name when they are dates: an IANA name
+    /// (`Europe/Berlin`) or `UTC`. UTC when absent; the pages send the viewer's zone.
+    #[serde(default)]
+    pub tz: Option<String>,
     /// An event id or an object id.
     pub q: Option<String>,
     /// A JSON object the delivery's body contains (PostgreSQL's `@>`): `{"customer":"cus_123"}`.
     #[serde(rename = "match")]
     pub r#match: Option<String>,
+    /// `1`: open failures only (failed, not a replay, not resolved, its cause neither ignored
+    /// nor resolved since; `db::problems`).
+    #[serde(default)]
+    pub open: Option<String>,
+    /// A failure's error class (a cause on `/problems`).
+    #[serde(default)]
+    pub class: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,9 +236,19 @@ pub struct EventDetail {
     pub event: EventRow,
     /// Header name → value, credentials redacted (signatures too, for viewers).
     pub headers: Vec<(String, String)>,
-    /// Pretty-printed when the body is JSON, else the raw text (lossy for non-UTF-8 bytes).
+    /// As a page shows it: laid out and decoded when the body is JSON, else the raw text (lossy
+    /// for non-UTF-8 bytes); cut when `body_cut`.
     pub body: String,
     pub body_is_json: bool,
+    /// `body` is its first part only (64 KiB or 2,000 lines); the page offers the rest.
+    #[serde(default)]
+    pub body_cut: bool,
+    /// The body's size as received, in bytes.
+    #[serde(default)]
+    pub body_bytes: u64,
+    /// The body exactly as received (lossy for non-UTF-8 bytes), for the copy button.
+    #[serde(default)]
+    pub raw_body: String,
     /// The earlier delivery whose identical body this one refers to instead of keeping a copy
     /// (a re-posted duplicate), and whether that body is still kept (not purged since).
     pub body_of: Option<i64>,
@@ -277,6 +309,10 @@ pub struct ReplayResult {
     pub message: Option<String>,
     /// The new archive row, when it was not a dry run.
     pub archive_id: Option<i64>,
+    /// The replay fails as the original did (same error class): the cause is not fixed, and
+    /// the replay runs only when the operator types the override.
+    #[serde(default)]
+    pub same_failure: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,6 +325,9 @@ pub struct BulkReplayResult {
     pub confirmation: String,
     /// The filter these deliveries were taken from, in words: `source crm, status failed`.
     pub scope: String,
+    /// The matched failures left out, and why.
+    #[serde(default)]
+    pub skipped: Skipped,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -315,11 +354,11 @@ pub struct Overview {
     pub sources_configured: usize,
     /// Whether anything was ever delivered (the empty state says how to send something).
     pub has_events: bool,
-    /// Per source over the last 24 hours and 7 days.
+    /// Per source over the chart's 24 hours and 7 days (`volume`), replays not counted.
     pub by_source_24h: Vec<CountRow>,
     pub by_source_7d: Vec<CountRow>,
-    /// Per day over the last 7 days, oldest first (label = date).
-    pub by_day: Vec<CountRow>,
+    /// Sender deliveries by hour and by day in the viewer's zone.
+    pub volume: Volume,
     pub newest_failures: Vec<EventRow>,
     /// The newest `hookbox verify` run, if there was one.
     pub last_verify: Option<VerifyRun>,
@@ -327,6 +366,9 @@ pub struct Overview {
     pub destinations_in_trouble: Vec<DestinationSummary>,
     /// Requests refused before ingest in the last 24 hours, by source and reason.
     pub refused_24h: Vec<RejectedCount>,
+    /// Open problems and open failures (`/problems`).
+    #[serde(default)]
+    pub problems: OpenProblems,
 }
 
 vocabulary! {
@@ -474,6 +516,9 @@ pub struct ForwardRow {
     pub delivered_at: Option<String>,
     pub created_at: String,
     pub attempt_log: Vec<ForwardAttemptRow>,
+    /// The delivered row this one re-sends (an operator's re-send).
+    #[serde(default)]
+    pub resend_of: Option<i64>,
 }
 
 /// The filters of `/destinations/{name}`, as they stand in the URL.
@@ -493,6 +538,22 @@ pub struct DestinationPage {
     /// Pass as `cursor` for the next (older) page.
     pub next_cursor: Option<String>,
     pub can_act: bool,
+}
+
+/// What re-sending a destination's deliveries delivered since a time would do (the count) or did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResendResult {
+    /// How many would be (or were) sent again, at most `limit`.
+    pub matched: i64,
+    /// More than `limit` match: this re-send takes the `limit` delivered first; another takes
+    /// the rest.
+    pub more: bool,
+    pub limit: i64,
+    pub resent: bool,
+    /// The text to type to confirm, e.g. `resend 12`.
+    pub confirmation: String,
+    /// The deliveries taken, in words: `orders-app, delivered since 2026-12-01 10:00 (UTC)`.
+    pub scope: String,
 }
 
 /// What retrying the dead deliveries of a filter would do (dry run) or did.

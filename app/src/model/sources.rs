@@ -1,1 +1,51 @@
 //! The sources page: each configured source, its endpoint and when it last received a delivery.
+
+use serde::{Deserialize, Serialize};
+
+/// One configured source as the sources page shows it. Times are RFC 3339, UTC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceSummary {
+    pub name: String,
+    /// The endpoint's path, `/hooks/{name}` (the name URL-encoded).
+    pub path: String,
+    /// The provider preset it was declared with (`stripe`), if any.
+    pub preset: Option<String>,
+    /// The scheme's config name (`hmac-sha256`) and what it checks, in words.
+    pub scheme: String,
+    pub scheme_words: String,
+    /// `snapshot` or `dedup`.
+    pub mode: String,
+    /// The destinations its accepted deliveries are forwarded to.
+    pub forward: Vec<String>,
+    pub rate_limit_per_sec: Option<u32>,
+    /// The newest delivery the sender made (replays not counted), if the archive still has one.
+    pub last_received: Option<String>,
+    /// Deliveries the sender made in the overview's last 24 hours (to the hour).
+    pub received_24h: u64,
+    pub silence: Silence,
+}
+
+/// The silent-source rule (`HookboxSourceSilent` in `deploy/prometheus/alerts.yml`) applied to
+/// one source at the time of the page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Silence {
+    /// Seconds since its last delivery; `None` when the archive has none.
+    pub silent_secs: Option<i64>,
+    /// Its usual gap at this time of day: the longest silence around this time yesterday and a
+    /// week ago; `None` without that history (a new source).
+    pub usual_gap_secs: Option<i64>,
+    /// How long a silence may last before it counts as silent.
+    pub threshold_secs: i64,
+    /// `silent_secs` is over the threshold (or there was never a delivery).
+    pub silent: bool,
+}
+
+/// The sources page's answer: every configured source, and the archive's retention (a source
+/// silent for longer has no delivery left to show).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourcesPage {
+    pub sources: Vec<SourceSummary>,
+    pub retention_days: u32,
+    /// The page's time, RFC 3339.
+    pub now: String,
+}

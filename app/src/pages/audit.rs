@@ -63,15 +63,15 @@ fn AuditTable(rows: Vec<AuditRow>) -> impl IntoView {
                                 <tbody>
                                     {rows.into_iter().map(|r| view! {
                                         <tr data-testid="audit-row">
-                                            <td><LocalTime utc=r.at/></td>
-                                            <td>{r.actor}</td>
-                                            <td>{r.action.as_str()}</td>
-                                            <td>{match (r.action.as_str(), r.target.clone()) {
+                                            <td data-label="When"><LocalTime utc=r.at/></td>
+                                            <td data-label="Who">{r.actor}</td>
+                                            <td data-label="Action">{r.action.as_str()}</td>
+                                            <td data-label="Target">{match (r.action.as_str(), r.target.clone()) {
                                                 ("replay", Some(id)) => view! { <a href=format!("/events/{id}")>"delivery " {id.clone()}</a> }.into_any(),
                                                 (_, target) => view! { <span>{target.unwrap_or_default()}</span> }.into_any(),
                                             }}</td>
-                                            <td>{r.outcome}</td>
-                                            <td class="muted">{r.detail.unwrap_or_default()}</td>
+                                            <td data-label="Outcome">{r.outcome}</td>
+                                            <td data-label="Detail" class="muted">{r.detail.unwrap_or_default()}</td>
                                         </tr>
                                     }).collect_view()}
                                 </tbody>

@@ -1,13 +1,18 @@
 //! `/destinations`: each destination's backlog, success rate and last error, paused and resumed
-//! by operators; `/destinations/{name}`: its deliveries by status with their attempts, a dead
-//! one retried, or every dead one of the filter (a count first, then a typed confirmation).
+//! by operators; `/destinations/{name}`: its success rate and latency by hour, its deliveries by
+//! status with their attempts, a dead one retried or every dead one of the filter, a delivered
+//! one re-sent or every one delivered since a time (each bulk action a count first, then a typed
+//! confirmation). Both pages update themselves every few seconds while shown.
 
+use crate::components::chart::AttemptCharts;
 use crate::components::confirm::{BulkAction, ConfirmPanel, Said};
-use crate::components::forward::{ForwardList, age};
+use crate::components::forward::{ForwardList, ResendAction, ResendSincePanel, RetryAction, age};
+use crate::components::live::live_tick;
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
 use crate::model::{
-    DestinationPage, DestinationSummary, ForwardFilter, ForwardRow, ForwardStatus, RetryResult,
+    DestinationPage, DestinationSeries, DestinationSummary, ForwardFilter, ForwardStatus,
+    ResendResult, RetryResult,
 };
 use crate::url::urlencode;
 use leptos::prelude::*;
@@ -184,6 +189,92 @@ pub async fn retry_dead_forwards(
     })
 }
 
+/// The destination's attempts by hour over the last 24 hours, in the viewer's zone.
+#[server(endpoint = "destination_series")]
+pub async fn get_destination_series(name: String) -> Result<DestinationSeries, DashboardError> {
+    use crate::guard;
+    guard::require(crate::model::Role::Viewer).await?;
+    let db = guard::db()?;
+    summary_of(&db, &name).await?;
+    crate::db::destinations::series::attempts_by_hour(
+        &db,
+        &name,
+        guard::viewer_zone(),
+        chrono::Utc::now(),
+    )
+    .await
+    .map_err(|e| guard::unavailable(&e))
+}
+
+/// Sends one delivered delivery again, as a new forward delivery; answers its id.
+#[server(endpoint = "resend_forward")]
+pub async fn resend_forward(name: String, id: i64) -> Result<i64, DashboardError> {
+    use crate::db::destinations::{Actor, resend::resend_one};
+    use crate::guard;
+    let user = guard::require(crate::model::Role::Operator).await?;
+    configured_name(&name)?;
+    let (actor, address) = actor_of(&user);
+    let created = resend_one(
+        &guard::db()?,
+        &name,
+        id,
+        &Actor {
+            name: &actor,
+            address: &address,
+        },
+    )
+    .await
+    .map_err(retry_failed)?;
+    crate::guard::wake_forwarder();
+    tracing::info!(user = %actor, destination = %name, delivery = id, created, "forward delivery re-sent");
+    Ok(created)
+}
+
+/// Counts the deliveries of the destination delivered since `since` (a time in the viewer's
+/// zone, or RFC 3339) that a re-send takes; with the typed confirmation (`resend N`), re-sends
+/// them.
+#[server(endpoint = "resend_since")]
+pub async fn resend_since(
+    name: String,
+    since: String,
+    confirmation: Option<String>,
+) -> Result<ResendResult, DashboardError> {
+    use crate::db::destinations::Actor;
+    use crate::db::destinations::resend::{self, RESEND_LIMIT};
+    use crate::guard;
+    let user = guard::require(crate::model::Role::Operator).await?;
+    configured_name(&name)?;
+    let zone = guard::viewer_zone();
+    let from = resend::parse_since(&since, zone).map_err(guard::bad_request)?;
+    let scope = resend::resend_scope(&name, from, zone);
+    let (actor, address) = actor_of(&user);
+    let done = resend::resend_since(
+        &guard::db()?,
+        &name,
+        from,
+        &scope,
+        confirmation.as_deref(),
+        &Actor {
+            name: &actor,
+            address: &address,
+        },
+    )
+    .await
+    .map_err(retry_failed)?;
+    if done.resent {
+        crate::guard::wake_forwarder();
+        tracing::info!(user = %actor, destination = %name, resent = done.matched, "forward deliveries re-sent");
+    }
+    Ok(ResendResult {
+        matched: done.matched,
+        more: done.more,
+        limit: RESEND_LIMIT,
+        resent: done.resent,
+        confirmation: resend::confirmation_of(done.matched),
+        scope,
+    })
+}
+
 fn success(summary: &DestinationSummary) -> String {
     match summary.success_percent() {
         None => "no attempts".to_string(),
@@ -233,7 +324,8 @@ fn PauseButton(name: String, paused: bool, done: RwSignal<u32>) -> impl IntoView
 #[component]
 pub fn DestinationsPage() -> impl IntoView {
     let done = RwSignal::new(0u32);
-    let list = Resource::new(move || done.get(), |_| list_destinations());
+    let tick = live_tick(|| true);
+    let list = Resource::new(move || (done.get(), tick.get()), |_| list_destinations());
     view! {
         <TopBar/>
         <main>
@@ -284,15 +376,15 @@ fn DestinationTable(
                         };
                         view! {
                             <tr data-testid="destination-row">
-                                <th scope="row"><a href=href.clone()>{d.name.clone()}</a>
+                                <th data-label="Destination" scope="row"><a href=href.clone()>{d.name.clone()}</a>
                                     <div class="muted mono">{d.url.clone().unwrap_or_default()}</div></th>
-                                <td data-testid="state">{state}</td>
-                                <td data-testid="pending"><a href=format!("{href}?status=pending")>{d.pending}</a></td>
-                                <td>{d.oldest_pending_secs.map(age).unwrap_or_else(|| "—".into())}</td>
-                                <td data-testid="dead"><a href=dead_href>{d.dead}</a></td>
-                                <td>{success(&d)}</td>
-                                <td>{last_error(&d)}</td>
-                                {(can_act && d.url.is_some()).then(|| view! { <td><PauseButton name=d.name.clone() paused done/></td> })}
+                                <td data-label="State" data-testid="state">{state}</td>
+                                <td data-label="Pending" data-testid="pending"><a href=format!("{href}?status=pending")>{d.pending}</a></td>
+                                <td data-label="Oldest pending">{d.oldest_pending_secs.map(age).unwrap_or_else(|| "—".into())}</td>
+                                <td data-label="Dead" data-testid="dead"><a href=dead_href>{d.dead}</a></td>
+                                <td data-label="Success, last hour">{success(&d)}</td>
+                                <td data-label="Last error">{last_error(&d)}</td>
+                                {(can_act && d.url.is_some()).then(|| view! { <td data-label="Actions"><PauseButton name=d.name.clone() paused done/></td> })}
                             </tr>
                         }
                     }).collect_view()}
@@ -320,20 +412,68 @@ pub fn DestinationDetailPage() -> impl IntoView {
         )
     });
     let done = RwSignal::new(0u32);
+    // Live while the newest page is shown (an older page stays as it is).
+    let tick = live_tick(move || filter.with_untracked(|(_, cursor)| cursor.is_none()));
     let page = Resource::new(
-        move || (name.get(), filter.get(), done.get()),
-        |(name, (f, cursor), _)| get_destination(name, f, cursor),
+        move || (name.get(), filter.get(), done.get(), tick.get()),
+        |(name, (f, cursor), _, _)| get_destination(name, f, cursor),
+    );
+    let series = Resource::new(
+        move || (name.get(), done.get(), tick.get()),
+        |(name, _, _)| get_destination_series(name),
     );
     let on_screen = Memo::new(move |_| filter.read().0.clone());
-    // The page owns the bulk retry, so its result survives the reload of the list it causes.
+    // The page owns its actions and the attempts opened, so they outlive each refetch of the
+    // list they are shown in.
+    let after = move |ok: bool| {
+        if ok {
+            done.update(|n| *n += 1);
+        }
+    };
     let bulk: BulkRetry = Action::new(move |(f, confirm): &(ForwardFilter, Option<String>)| {
         let (name, f, confirm) = (name.get_untracked(), f.clone(), confirm.clone());
         async move {
             let result = retry_dead_forwards(name, f.clone(), confirm).await;
-            if matches!(&result, Ok(r) if r.retried) {
-                done.update(|n| *n += 1);
-            }
+            after(matches!(&result, Ok(r) if r.retried));
             (f, result)
+        }
+    });
+    let since = RwSignal::new(String::new());
+    let resend_all: BulkAction<String, ResendResult> =
+        Action::new(move |(since, confirm): &(String, Option<String>)| {
+            let (name, since, confirm) = (name.get_untracked(), since.clone(), confirm.clone());
+            async move {
+                let result = resend_since(name, since.clone(), confirm).await;
+                after(matches!(&result, Ok(r) if r.resent));
+                (since, result)
+            }
+        });
+    let retry: RetryAction = Action::new(move |(name, id): &(String, i64)| {
+        let (name, id) = (name.clone(), *id);
+        async move {
+            let result = retry_forward(name, id).await;
+            after(result.is_ok());
+            result
+        }
+    });
+    let resend: ResendAction = Action::new(move |(name, id): &(String, i64)| {
+        let (name, id) = (name.clone(), *id);
+        async move {
+            let result = resend_forward(name, id).await;
+            after(result.is_ok());
+            result
+        }
+    });
+    let opened = RwSignal::new(Vec::<i64>::new());
+    // Whether the bulk actions are offered: an operator, on a configured destination. Set once
+    // known and changed only when that changes, so a refetch never resets a typed confirmation.
+    let can_act = RwSignal::new(false);
+    Effect::new(move |_| {
+        if let Some(Ok(p)) = page.get() {
+            let now = p.can_act && p.summary.url.is_some();
+            if can_act.get_untracked() != now {
+                can_act.set(now);
+            }
         }
     });
     let value = move |key: &'static str| move || query.read().get(key).unwrap_or_default();
@@ -344,6 +484,7 @@ pub fn DestinationDetailPage() -> impl IntoView {
         <main>
             <p><a href="/destinations">"← Destinations"</a></p>
             <h1>"Destination " <span class="mono">{move || name.get()}</span></h1>
+            <Loaded resource=series show=move |series| view! { <section class="panel"><AttemptCharts series/></section> }/>
             <form class="filters" method="GET" action=move || format!("/destinations/{}", urlencode(&name.get())) aria-label="Filter deliveries">
                 <label>"Status"
                     <select name="status" prop:value=value("status")>
@@ -356,7 +497,18 @@ pub fn DestinationDetailPage() -> impl IntoView {
                 <button type="submit">"Apply"</button>
                 <a href=move || format!("/destinations/{}", urlencode(&name.get()))>"Clear"</a>
             </form>
-            <Loaded resource=page show=move |p| view! { <DestinationBody p done filter=on_screen bulk query=query.get_untracked()/> }/>
+            {move || retry.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorNote error=e/> })}
+            {move || resend.value().get().map(|r| match r {
+                Ok(id) => view! { <p class="ok" role="status" data-testid="resend-one-result">"Re-sent as forward delivery " {id} "."</p> }.into_any(),
+                Err(e) => view! { <ErrorNote error=e/> }.into_any(),
+            })}
+            <Loaded resource=page show=move |p| view! { <DestinationBody p done retry resend opened query=query.get_untracked()/> }/>
+            <Show when=move || can_act.get()>
+                <ConfirmPanel prefix="retry" title="Retry the dead deliveries matching this filter"
+                    count_label="Count them" count_id="count" filter=on_screen run=bulk say=said_of_retry/>
+                <ResendSincePanel since run=resend_all
+                    zone=Signal::derive(move || series.get().and_then(Result::ok).map(|s| s.zone))/>
+            </Show>
         </main>
     }
 }
@@ -365,8 +517,9 @@ pub fn DestinationDetailPage() -> impl IntoView {
 fn DestinationBody(
     p: DestinationPage,
     done: RwSignal<u32>,
-    filter: Memo<ForwardFilter>,
-    bulk: BulkRetry,
+    retry: RetryAction,
+    resend: ResendAction,
+    opened: RwSignal<Vec<i64>>,
     query: leptos_router::params::ParamsMap,
 ) -> impl IntoView {
     let s = p.summary.clone();
@@ -377,6 +530,15 @@ fn DestinationBody(
         parts.push(format!("cursor={}", urlencode(&cursor)));
         format!("/destinations/{}?{}", urlencode(&name), parts.join("&"))
     });
+    let rows = if p.rows.is_empty() {
+        view! { <section class="panel empty" data-testid="no-forward-deliveries"><p>"No deliveries match."</p></section> }.into_any()
+    } else {
+        let acting = p.can_act && s.url.is_some();
+        view! {
+            <ForwardList rows=p.rows.clone() can_act=acting retry=acting.then(|| (name.clone(), retry))
+                resend opened/>
+        }.into_any()
+    };
     view! {
         <section class="panel">
             <dl class="fields" data-testid="destination-summary">
@@ -393,40 +555,9 @@ fn DestinationBody(
             </dl>
             {(p.can_act && s.url.is_some()).then(|| view! { <PauseButton name=name.clone() paused done/> })}
         </section>
-        <DeliveryTable rows=p.rows.clone() name=name.clone() can_act=p.can_act done/>
+        {rows}
         {next.map(|href| view! { <p><a href=href rel="next">"Older deliveries →"</a></p> })}
-        {(p.can_act && s.url.is_some()).then(|| view! {
-            <ConfirmPanel prefix="retry" title="Retry the dead deliveries matching this filter"
-                count_label="Count them" count_id="count" filter run=bulk say=said_of_retry/>
-        })}
     }
-}
-
-#[component]
-fn DeliveryTable(
-    rows: Vec<ForwardRow>,
-    name: String,
-    can_act: bool,
-    done: RwSignal<u32>,
-) -> impl IntoView {
-    if rows.is_empty() {
-        return view! { <section class="panel empty" data-testid="no-forward-deliveries"><p>"No deliveries match."</p></section> }.into_any();
-    }
-    let retry = Action::new(move |(name, id): &(String, i64)| {
-        let (name, id) = (name.clone(), *id);
-        async move {
-            let result = retry_forward(name, id).await;
-            if result.is_ok() {
-                done.update(|n| *n += 1);
-            }
-            result
-        }
-    });
-    view! {
-        {move || retry.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorNote error=e/> })}
-        <ForwardList rows can_act retry=Some((name, retry))/>
-    }
-    .into_any()
 }
 
 /// A bulk retry of the page's destination: (filter, typed confirmation) → the filter and the

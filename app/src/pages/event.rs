@@ -3,7 +3,7 @@
 
 use crate::components::{ErrorNote, Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
-use crate::model::{EventDetail, ReplayResult};
+use crate::model::{EventDetail, REPLAY_ANYWAY, ReplayResult};
 use crate::url::urlencode;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
@@ -75,8 +75,13 @@ fn base_url() -> String {
     format!("http://{host}")
 }
 
+/// Delivery `id`; its body cut for the page unless `whole_body` (`?body=all`), which is bounded
+/// by the archive's own limit on a body.
 #[server(endpoint = "event")]
-pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
+pub async fn get_event(
+    id: i64,
+    #[server(default)] whole_body: bool,
+) -> Result<EventDetail, DashboardError> {
     use crate::guard;
     let user = guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
@@ -108,10 +113,15 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
     } else {
         Vec::new()
     };
-    let body = if body_is_json {
+    let raw_body = text.clone();
+    let shown = if body_is_json {
         crate::present::pretty_off_worker(text).await
     } else {
         text
+    };
+    let (body, body_cut) = match crate::present::cut(&shown) {
+        (part, true) if !whole_body => (part.to_string(), true),
+        _ => (shown, false),
     };
     let related = match stored.row.event_id.as_deref() {
         Some(event_id) => crate::db::events::deliveries_of(&db, &stored.row.source, event_id)
@@ -131,6 +141,9 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
         headers,
         body,
         body_is_json,
+        body_cut,
+        body_bytes: stored.body.len() as u64,
+        raw_body,
         body_of: stored.body_of,
         body_kept: stored.body_kept,
         related,
@@ -139,17 +152,37 @@ pub async fn get_event(id: i64) -> Result<EventDetail, DashboardError> {
 }
 
 /// Replays a stored delivery; `confirm = false` is the dry run (rolled back, nothing written).
+/// A replay that fails as the original did is a 409, unless `anyway` is [`REPLAY_ANYWAY`].
 #[server(endpoint = "replay")]
-pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, DashboardError> {
+pub async fn replay_event(
+    id: i64,
+    confirm: bool,
+    #[server(default)] anyway: Option<String>,
+) -> Result<ReplayResult, DashboardError> {
     use crate::guard;
-    use crate::ingest::replay::replay;
+    use crate::ingest::replay::{ReplayError, Repeat, fails_the_same_way, replay_checked};
     let user = guard::require(crate::model::Role::Operator).await?;
+    let repeat = match anyway.as_deref().map(str::trim) {
+        None | Some("") => Repeat::Refused,
+        Some(typed) if typed == REPLAY_ANYWAY => Repeat::Allowed,
+        Some(_) => {
+            return Err(guard::bad_request(format!(
+                "anyway: type \"{REPLAY_ANYWAY}\" to replay a delivery that would fail again"
+            )));
+        }
+    };
     let db = guard::db()?;
     let config = guard::config()?;
     let stored = guard::stored_delivery(&db, id).await?;
-    let recorded = replay(&db, &config, &stored, &user.name, !confirm)
+    let recorded = replay_checked(&db, &config, &stored, &user.name, !confirm, repeat)
         .await
-        .map_err(guard::replay_failed)?;
+        .map_err(|e| match e {
+            ReplayError::SameFailure { class } => guard::fail(DashboardError::Conflict(format!(
+                "nothing was replayed: the replay would fail as the original did ({class}). \
+                 Fix the cause first, or type \"{REPLAY_ANYWAY}\" to replay it regardless."
+            ))),
+            e => guard::replay_failed(e),
+        })?;
     if confirm {
         crate::guard::wake_forwarder();
         tracing::info!(user = %user.name, replay_of = id, outcome = recorded.outcome.name(), "replayed");
@@ -159,6 +192,7 @@ pub async fn replay_event(id: i64, confirm: bool) -> Result<ReplayResult, Dashbo
         status: recorded.outcome.status(),
         message: recorded.outcome.error_message(),
         archive_id: confirm.then_some(recorded.archive_id),
+        same_failure: fails_the_same_way(&stored.row, &recorded.outcome),
     })
 }
 
@@ -173,9 +207,9 @@ pub fn EventPage() -> impl IntoView {
     };
     // The page owns the replay, so a confirmed one refreshes what it changed (this event's
     // deliveries) and its result survives the refresh.
-    let replay = Action::new(|(id, confirm): &(i64, bool)| {
-        let (id, confirm) = (*id, *confirm);
-        async move { replay_event(id, confirm).await.map(|r| (confirm, r)) }
+    let replay = Action::new(|(id, confirm, anyway): &(i64, bool, Option<String>)| {
+        let (id, confirm, anyway) = (*id, *confirm, anyway.clone());
+        async move { replay_event(id, confirm, anyway).await.map(|r| (confirm, r)) }
     });
     let replayed = Memo::new(move |_| {
         replay.value().with(|v| match v {
@@ -183,11 +217,14 @@ pub fn EventPage() -> impl IntoView {
             _ => None,
         })
     });
+    // `?body=all`: the body whole, not cut.
+    let query = leptos_router::hooks::use_query_map();
+    let whole_body = move || query.read().get("body").as_deref() == Some("all");
     let detail = Resource::new(
-        move || (id(), replayed.get()),
-        |((raw, id), _)| async move {
+        move || (id(), replayed.get(), whole_body()),
+        |((raw, id), _, whole_body)| async move {
             match id {
-                Some(id) => get_event(id).await,
+                Some(id) => get_event(id, whole_body).await,
                 None => Err(not_an_id(&raw)),
             }
         },
@@ -211,8 +248,19 @@ fn not_an_id(raw: &str) -> DashboardError {
     error
 }
 
-/// A replay of a delivery: (id, confirmed?) → the result and whether it was confirmed.
-type Replay = Action<(i64, bool), Result<(bool, ReplayResult), DashboardError>>;
+/// A body's size as the "Show all" link says it: `812 KiB`, `1.4 MiB`.
+fn size_in_words(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    if bytes < KIB * KIB {
+        format!("{} KiB", bytes.div_ceil(KIB))
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (KIB * KIB) as f64)
+    }
+}
+
+/// A replay of a delivery: (id, confirmed?, the typed override) → the result and whether it
+/// was confirmed.
+type Replay = Action<(i64, bool, Option<String>), Result<(bool, ReplayResult), DashboardError>>;
 
 #[component]
 fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
@@ -237,9 +285,10 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
             curl_copied.set(true);
         }
     };
+    // The bytes as received, not the decoded layout the page shows.
     let copy = {
         #[cfg(feature = "hydrate")]
-        let body = d.body.clone();
+        let body = d.raw_body.clone();
         move |_| {
             #[cfg(feature = "hydrate")]
             {
@@ -269,6 +318,9 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
                 {e.replay_of.map(|original| view! {
                     <dt>"Replay of"</dt><dd><a href=format!("/events/{original}")>"delivery " {original}</a> " by " {e.replayed_by.clone()}</dd>
                 })}
+                {e.resolved_by.map(|replay| view! {
+                    <dt>"Resolved"</dt><dd data-testid="resolved-by">"Resolved by replay " <a href=format!("/events/{replay}")>{format!("#{replay}")}</a></dd>
+                })}
             </dl>
         </section>
         {d.can_replay.then(|| view! { <ReplayPanel id=e.id run=replay/> })}
@@ -283,12 +335,17 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
                     view! { <p class="muted" data-testid="body-of">{format!("The same bytes as delivery #{original}, which was purged since: the body is no longer kept.")}</p> }.into_any()
                 }
             })}
-            <pre class="body" data-testid="body"><code>{d.body.clone()}</code></pre>
+            <pre class="body" data-testid="body" tabindex="0"><code>{d.body.clone()}</code></pre>
+            {d.body_cut.then(|| view! {
+                <p class="cut" data-testid="body-cut">"Only the start of the body is shown. "
+                    <a href=format!("/events/{}?body=all", e.id) data-testid="show-all">{format!("Show all ({})", size_in_words(d.body_bytes))}</a>
+                </p>
+            })}
             <details>
                 <summary>"Send it again from a shell"</summary>
                 <p class="muted">"Posts this body, exactly, with the headers shown (redacted ones left out) to this hookbox: a duplicate of the original while its signature is valid."</p>
                 <button type="button" class="small" data-testid="copy-curl" on:click=copy_curl>{move || if curl_copied.get() { "Copied" } else { "Copy as curl" }}</button>
-                <pre class="body" data-testid="curl"><code>{d.curl.clone()}</code></pre>
+                <pre class="body" data-testid="curl" tabindex="0"><code>{d.curl.clone()}</code></pre>
             </details>
         </section>
         {(!d.searchable.is_empty()).then(|| {
@@ -343,13 +400,19 @@ fn ReplayPanel(id: i64, run: Replay) -> impl IntoView {
         <section class="panel" aria-labelledby="replay-title">
             <h2 id="replay-title">"Replay"</h2>
             <p class="muted">"A replay runs this delivery through ingest again as a new archive row. A dry run shows what it would be and writes nothing."</p>
-            <button type="button" data-testid="dry-run" on:click=move |_| { run.dispatch((id, false)); }>"Dry run"</button>
+            <button type="button" data-testid="dry-run" on:click=move |_| { run.dispatch((id, false, None)); }>"Dry run"</button>
             {move || run.value().get().map(|result| match result {
                 Err(e) => view! { <ErrorNote error=e/> }.into_any(),
                 Ok((false, r)) => view! {
                     <p role="status" data-testid="dry-run-result">"Would be: " <strong>{r.outcome.as_str()}</strong>
                         {r.message.clone().map(|m| format!(" ({m})"))}</p>
-                    <button type="button" class="danger" data-testid="confirm-replay" on:click=move |_| { run.dispatch((id, true)); }>"Replay now"</button>
+                    {if r.same_failure {
+                        view! { <ReplayAnyway id run/> }.into_any()
+                    } else {
+                        view! {
+                            <button type="button" class="danger" data-testid="confirm-replay" on:click=move |_| { run.dispatch((id, true, None)); }>"Replay now"</button>
+                        }.into_any()
+                    }}
                 }.into_any(),
                 Ok((true, r)) => view! {
                     <p role="status" class="ok" data-testid="replay-result">"Replayed: " <strong>{r.outcome.as_str()}</strong> " "
@@ -357,5 +420,22 @@ fn ReplayPanel(id: i64, run: Replay) -> impl IntoView {
                 }.into_any(),
             })}
         </section>
+    }
+}
+
+/// After a dry run that fails as the original did: no "Replay now", only a typed override.
+#[component]
+fn ReplayAnyway(id: i64, run: Replay) -> impl IntoView {
+    let typed = RwSignal::new(String::new());
+    view! {
+        <p class="warning" data-testid="same-failure">"The replay would fail the same way as the original: fix its cause first (the source's configuration, the sender, the data), then dry-run again."</p>
+        <label for="replay-anyway">"To replay it regardless, type " <code>{REPLAY_ANYWAY}</code></label>
+        <input id="replay-anyway" type="text" autocomplete="off" prop:value=move || typed.get()
+            on:input=move |ev| typed.set(event_target_value(&ev))/>
+        <button type="button" class="danger" data-testid="replay-anyway"
+            disabled=move || typed.get().trim() != REPLAY_ANYWAY
+            on:click=move |_| { run.dispatch((id, true, Some(typed.get_untracked()))); }>
+            "Replay anyway"
+        </button>
     }
 }

@@ -11,7 +11,9 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 /// The URL parameters of the archive's filter (`EventFilter`), which links carry on.
-const FILTER_KEYS: [&str; 7] = ["status", "outcome", "source", "from", "to", "q", "match"];
+const FILTER_KEYS: [&str; 10] = [
+    "status", "outcome", "source", "from", "to", "q", "match", "tz", "open", "class",
+];
 
 /// Bulk replay handles at most this many deliveries at once.
 pub const BULK_REPLAY_LIMIT: usize = 500;
@@ -66,7 +68,7 @@ pub async fn bulk_replay(
     confirmation: Option<String>,
 ) -> Result<BulkReplayResult, DashboardError> {
     use crate::guard;
-    use crate::ingest::replay::replay_many;
+    use crate::ingest::replay::{Bulk, ReplayError, replay_many};
     let user = guard::require(Role::Operator).await?;
     let filter = EventFilter {
         status: None,
@@ -82,38 +84,49 @@ pub async fn bulk_replay(
             "more than {BULK_REPLAY_LIMIT} failed deliveries match; narrow the filter"
         )));
     }
-    let expected = format!("replay {}", ids.len());
-    let confirmed = match confirmation.as_deref().map(str::trim) {
-        None | Some("") => false,
-        Some(typed) if typed == expected => true,
-        Some(_) => {
-            return Err(guard::bad_request(format!(
-                "type \"{expected}\" to confirm"
-            )));
-        }
+    // The count the dry run answered, as typed: `replay 26`.
+    let mode = match confirmation.as_deref().map(str::trim) {
+        None | Some("") => Bulk::DryRun,
+        Some(typed) => match typed
+            .strip_prefix("replay ")
+            .and_then(|n| n.trim().parse::<usize>().ok())
+        {
+            Some(expected) if expected > 0 => Bulk::Confirmed { expected },
+            _ => {
+                return Err(guard::bad_request(
+                    "confirmation: type \"replay N\", N the count the dry run answered",
+                ));
+            }
+        },
     };
-    let outcomes = replay_many(&db, &config, &ids, &user.name, !confirmed)
+    let done = replay_many(&db, &config, &ids, &user.name, mode)
         .await
-        .map_err(guard::replay_failed)?;
+        .map_err(|e| match e {
+            ReplayError::CountChanged { now, .. } => guard::bad_request(format!(
+                "what matches changed since the dry run: {now} deliveries would be replayed now; \
+                 type \"replay {now}\" to confirm"
+            )),
+            e => guard::replay_failed(e),
+        })?;
+    let confirmed = mode != Bulk::DryRun;
     if confirmed {
         crate::guard::wake_forwarder();
     }
-    let mut breakdown: Vec<(String, usize)> = Vec::new();
-    for outcome in &outcomes {
-        match breakdown
-            .iter_mut()
-            .find(|(name, _)| name == outcome.name())
-        {
-            Some(entry) => entry.1 += 1,
-            None => breakdown.push((outcome.name().to_string(), 1)),
-        }
-    }
     Ok(BulkReplayResult {
         matched: ids.len(),
-        breakdown,
+        breakdown: done
+            .breakdown()
+            .into_iter()
+            .map(|(name, n)| (name.to_string(), n))
+            .collect(),
         replayed: confirmed,
-        confirmation: expected,
+        // Nothing to confirm when every failure matched is left out.
+        confirmation: match done.outcomes.len() {
+            0 => String::new(),
+            n => format!("replay {n}"),
+        },
         scope: bulk_scope(&filter),
+        skipped: done.skipped,
     })
 }
 
@@ -136,8 +149,12 @@ pub fn EventsPage() -> impl IntoView {
                 source: param(&q, "source"),
                 from: param(&q, "from"),
                 to: param(&q, "to"),
+                // Days in the URL's zone, else in the viewer's (the zone the page shows).
+                tz: param(&q, "tz").or_else(|| Some(crate::components::zone::viewer_zone_name())),
                 q: param(&q, "q"),
                 r#match: param(&q, "match"),
+                open: param(&q, "open"),
+                class: param(&q, "class"),
             },
             param(&q, "cursor"),
         )
@@ -186,6 +203,8 @@ pub fn EventsPage() -> impl IntoView {
             query.read().get(key).unwrap_or_default()
         }
     };
+    // The zone whose days From and To are.
+    let days_in = move || filter.read().0.tz.clone().unwrap_or_default();
     let selected = move |key: &'static str, option: &'static str| {
         move || query.read().get(key).as_deref() == Some(option)
     };
@@ -209,19 +228,30 @@ pub fn EventsPage() -> impl IntoView {
                     </select>
                 </label>
                 <label>"Source" <input name="source" type="text" size="10" value=value("source") prop:value=value("source")/></label>
-                <label>"From" <input name="from" type="date" value=value("from") prop:value=value("from")/></label>
-                <label>"To" <input name="to" type="date" value=value("to") prop:value=value("to")/></label>
+                <label>"From" <span class="muted">{move || format!(" (day in {})", days_in())}</span> <input name="from" type="date" value=value("from") prop:value=value("from")/></label>
+                <label>"To" <span class="muted">{move || format!(" (day in {})", days_in())}</span> <input name="to" type="date" value=value("to") prop:value=value("to")/></label>
                 <label>"Event or object id" <input name="q" type="search" value=value("q") prop:value=value("q")/></label>
                 <label>"Body contains (JSON)" <input name="match" type="search" size="24" placeholder="{\"customer\":\"cus_123\"}"
                     value=value("match") prop:value=value("match")/></label>
+                <label><input name="open" type="checkbox" value="1" checked=move || param(&query.read(), "open").is_some_and(|o| o != "0")
+                    prop:checked=move || { restored.track(); param(&query.read(), "open").is_some_and(|o| o != "0") }/>" Open failures only"</label>
+                {move || param(&query.read(), "class").map(|class| view! {
+                    <input type="hidden" name="class" value=class.clone()/>
+                    <span class="cause" data-testid="cause-filter">"Cause: " <q>{class}</q></span>
+                })}
+                <input type="hidden" name="tz" value=days_in prop:value=days_in/>
                 <button type="submit">"Apply"</button>
                 <a href="/events">"Clear"</a>
             </form>
+            <crate::components::zone::FilterRange range=Signal::derive(move || {
+                let f = &filter.read().0;
+                (f.from.clone(), f.to.clone(), f.tz.clone())
+            })/>
             <p class="export" data-testid="export">
                 "Download the deliveries of this filter (newest first, at most 100,000; bodies, no headers): "
-                <a href=move || export_href(&query.read(), "ndjson") data-testid="export-ndjson" download>"NDJSON"</a>
+                <a href=move || export_href(&query.read(), "ndjson", &days_in()) data-testid="export-ndjson" download>"NDJSON"</a>
                 " · "
-                <a href=move || export_href(&query.read(), "csv") data-testid="export-csv" download>"CSV"</a>
+                <a href=move || export_href(&query.read(), "csv", &days_in()) data-testid="export-csv" download>"CSV"</a>
             </p>
             <p class="live">
                 <label>
@@ -240,10 +270,13 @@ pub fn EventsPage() -> impl IntoView {
     }
 }
 
-/// The export of the filter in the URL.
-fn export_href(query: &leptos_router::params::ParamsMap, format: &str) -> String {
+/// The export of the filter in the URL, its dates days in `tz` when the URL names no zone.
+fn export_href(query: &leptos_router::params::ParamsMap, format: &str, tz: &str) -> String {
     let mut parts = vec![format!("format={format}")];
     parts.extend(query_pairs(query, &FILTER_KEYS));
+    if param(query, "tz").is_none() {
+        parts.push(format!("tz={}", urlencode(tz)));
+    }
     format!("/export/events?{}", parts.join("&"))
 }
 
@@ -254,6 +287,8 @@ fn EventTable(page: EventPage, query: leptos_router::params::ParamsMap) -> impl 
         parts.push(format!("cursor={}", urlencode(&cursor)));
         format!("/events?{}", parts.join("&"))
     });
+    // A list that holds failures shows their errors, and where they are grouped by cause.
+    let failures = page.rows.iter().any(|e| e.status == Status::Failed);
     if page.rows.is_empty() {
         return view! {
             <section class="panel empty" data-testid="no-events">
@@ -274,23 +309,28 @@ fn EventTable(page: EventPage, query: leptos_router::params::ParamsMap) -> impl 
                         <th scope="col">"Object"</th>
                         <th scope="col">"Rev."</th>
                         <th scope="col">"Type"</th>
+                        {failures.then(|| view! { <th scope="col">"Error"</th> })}
                     </tr>
                 </thead>
                 <tbody>
                     {page.rows.into_iter().map(|e| view! {
                         <tr data-testid="event-row">
-                            <td><a href=format!("/events/{}", e.id)><LocalTime utc=e.received_at.clone()/></a></td>
-                            <td><StatusBadge status=e.status outcome=e.outcome/></td>
-                            <td>{e.source.clone()}</td>
-                            <td class="mono"><a href=format!("/events/{}", e.id)>{e.event_id.clone().unwrap_or_else(|| "—".into())}</a></td>
-                            <td class="mono">{e.object_id.clone().map(|o| view! { <a href=format!("/objects/{}/{}", urlencode(&e.source), urlencode(&o))>{o.clone()}</a> })}</td>
-                            <td>{e.revision}</td>
-                            <td>{e.event_type.clone()}</td>
+                            <td data-label="Received"><a href=format!("/events/{}", e.id)><LocalTime utc=e.received_at.clone()/></a></td>
+                            <td data-label="Outcome"><StatusBadge status=e.status outcome=e.outcome/></td>
+                            <td data-label="Source">{e.source.clone()}</td>
+                            <td data-label="Event" class="mono"><a href=format!("/events/{}", e.id)>{e.event_id.clone().unwrap_or_else(|| "—".into())}</a></td>
+                            <td data-label="Object" class="mono">{e.object_id.clone().map(|o| view! { <a href=format!("/objects/{}/{}", urlencode(&e.source), urlencode(&o))>{o.clone()}</a> })}</td>
+                            <td data-label="Rev.">{e.revision}</td>
+                            <td data-label="Type">{e.event_type.clone()}</td>
+                            {failures.then(|| view! { <td data-label="Error" class="error-cell" data-testid="event-error"><FailureNote e=e.clone()/></td> })}
                         </tr>
                     }).collect_view()}
                 </tbody>
             </table>
         </div>
+        {failures.then(|| view! {
+            <p data-testid="group-by-cause"><a href="/problems">"Group the open failures by cause"</a></p>
+        })}
         {next.map(|href| view! { <p><a href=href rel="next">"Older deliveries →"</a></p> })}
     }
     .into_any()
@@ -316,15 +356,35 @@ fn BulkReplayPanel(filter: Memo<EventFilter>) -> impl IntoView {
 
 /// A bulk replay's answer in the confirmation panel's words.
 fn said_of_replay(r: &BulkReplayResult) -> Said {
-    let what = format!("{} failed deliveries of {}", r.matched, r.scope);
+    let to_replay: usize = r.breakdown.iter().map(|(_, n)| n).sum();
+    let what = if r.skipped.total() > 0 {
+        format!("{to_replay} of the {} failed deliveries of {}", r.matched, r.scope)
+    } else {
+        format!("{} failed deliveries of {}", r.matched, r.scope)
+    };
+    // `skipped 8: already resolved 5, would fail the same way 3`
+    let skipped = match r.skipped.total() {
+        0 => None,
+        n => Some(format!("skipped {n}: {}", r.skipped.in_words())),
+    };
+    let after = |separator: &str| {
+        skipped
+            .as_ref()
+            .map(|s| format!("{separator}{s}"))
+            .unwrap_or_default()
+    };
     Said {
         done: r.replayed,
         matched: r.matched as i64,
         expected: r.confirmation.clone(),
         scope: r.scope.clone(),
-        done_text: format!("Replayed {} deliveries: {}", r.matched, breakdown(r)),
+        done_text: format!(
+            "Replayed {to_replay}{}. Outcomes: {}",
+            after(", "),
+            breakdown(r)
+        ),
         noun: "failed deliveries".into(),
-        after_scope: format!(". Would be: {}", breakdown(r)),
+        after_scope: format!(". Would be: {}{}", breakdown(r), after("; ")),
         confirm_label: format!("to replay {what}"),
         button: format!("Replay {what}"),
     }
@@ -339,4 +399,23 @@ fn breakdown(r: &BulkReplayResult) -> String {
         .map(|(name, n)| format!("{name}: {n}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Longest error message a list row shows (the event page shows it whole).
+const ERROR_IN_LIST: usize = 120;
+
+/// A failure's error, cut to a line, and the replay that resolved it.
+#[component]
+fn FailureNote(e: crate::model::EventRow) -> impl IntoView {
+    let message = e.error_message.clone().unwrap_or_default();
+    let shown = match message.char_indices().nth(ERROR_IN_LIST) {
+        Some((cut, _)) => format!("{}…", &message[..cut]),
+        None => message.clone(),
+    };
+    view! {
+        <span class="error-line" title=message>{shown}</span>
+        {e.resolved_by.map(|replay| view! {
+            " " <a class="resolved" data-testid="resolved-by" href=format!("/events/{replay}")>{format!("resolved by #{replay}")}</a>
+        })}
+    }
 }

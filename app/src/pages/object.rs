@@ -1,9 +1,10 @@
 //! `/objects/{source}/{object_id}`: the current revision and snapshot, and every accepted revision
-//! (current and stale ones marked) with the field-level changes from the one before.
+//! (current and stale ones marked) with the field-level changes from the one before; for a dedup
+//! source's object, which has no revisions, its accepted deliveries, newest first.
 
-use crate::components::{Loaded, LocalTime, TopBar};
+use crate::components::{Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
-use crate::model::ObjectHistory;
+use crate::model::{ObjectDeliveries, ObjectHistory};
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
@@ -31,6 +32,38 @@ pub async fn get_object(
     Ok(history)
 }
 
+/// The accepted deliveries of an object of a dedup source (by its configured mode, or for a
+/// source no longer configured, by events accepted without a revision); `dedup: false` and no
+/// rows for a snapshot source's object, whose page lists revisions instead.
+#[server(endpoint = "object_deliveries")]
+pub async fn get_object_deliveries(
+    source: String,
+    object_id: String,
+) -> Result<ObjectDeliveries, DashboardError> {
+    use crate::db::objects;
+    use crate::guard;
+    guard::require(crate::model::Role::Viewer).await?;
+    let db = guard::db()?;
+    let dedup = match guard::config()?.source(&source) {
+        Some(configured) => configured.mapping.mode == crate::envelope::Mode::Dedup,
+        None => objects::has_unrevisioned(&db, &source, &object_id)
+            .await
+            .map_err(|e| guard::unavailable(&e))?,
+    };
+    if !dedup {
+        return Ok(ObjectDeliveries {
+            dedup: false,
+            rows: Vec::new(),
+            limit: 0,
+            accepted: 0,
+            accepted_more: false,
+        });
+    }
+    objects::accepted_deliveries(&db, &source, &object_id, objects::DELIVERIES_LIMIT)
+        .await
+        .map_err(|e| guard::unavailable(&e))
+}
+
 #[component]
 pub fn ObjectPage() -> impl IntoView {
     let params = use_params_map();
@@ -41,17 +74,24 @@ pub fn ObjectPage() -> impl IntoView {
             p.get("object_id").unwrap_or_default(),
         )
     };
-    let history = Resource::new(key, |(source, object_id)| get_object(source, object_id));
+    let both = Resource::new(key, |(source, object_id)| async move {
+        let history = get_object(source.clone(), object_id.clone()).await?;
+        let deliveries = get_object_deliveries(source, object_id).await?;
+        Ok::<_, DashboardError>((history, deliveries))
+    });
     view! {
         <TopBar/>
         <main>
-            <Loaded resource=history show=|h| view! { <ObjectBody h/> }/>
+            <Loaded resource=both show=|(h, d)| view! { <ObjectBody h d/> }/>
         </main>
     }
 }
 
 #[component]
-fn ObjectBody(h: ObjectHistory) -> impl IntoView {
+fn ObjectBody(h: ObjectHistory, d: ObjectDeliveries) -> impl IntoView {
+    let dedup = d.dedup;
+    // A dedup object has no revisions: its deliveries stand in their place.
+    let no_revisions = dedup && h.revisions.is_empty();
     let events_link = format!("/events?q={}", crate::url::urlencode(&h.object_id));
     view! {
         <h1>"Object " <span class="mono">{h.object_id.clone()}</span> <span class="muted">" in " {h.source.clone()}</span></h1>
@@ -59,13 +99,17 @@ fn ObjectBody(h: ObjectHistory) -> impl IntoView {
             {match (h.current_revision, h.current_snapshot.clone(), h.updated_at.clone()) {
                 (Some(revision), Some(snapshot), Some(updated_at)) => view! {
                     <p data-testid="current-revision">"Current revision " <strong>{revision}</strong> ", updated " <LocalTime utc=updated_at/></p>
-                    <pre class="body"><code>{snapshot}</code></pre>
+                    <pre class="body" tabindex="0"><code>{snapshot}</code></pre>
                 }.into_any(),
-                _ => view! { <p class="muted">"No projection for this object: hookbox never applied a revision of it."</p> }.into_any(),
+                _ if dedup => view! {
+                    <p data-testid="dedup-note">"The source " <strong>{h.source.clone()}</strong> " deduplicates only: hookbox accepts each of its events once, by its id, and keeps no revisions or snapshot of its objects. " {accepted_words(&d)}</p>
+                }.into_any(),
+                _ => view! { <p class="muted" data-testid="never-applied">"No projection for this object: hookbox never applied a revision of it."</p> }.into_any(),
             }}
             <p><a href=events_link>"Every delivery about this object"</a></p>
         </section>
-        <section class="panel">
+        {dedup.then(|| view! { <AcceptedDeliveries d=d.clone()/> })}
+        <section class="panel" hidden=no_revisions>
             <h2>"Accepted revisions"</h2>
             {if h.revisions.is_empty() {
                 view! { <p class="muted">"No revision of this object is in the inbox."</p> }.into_any()
@@ -81,10 +125,10 @@ fn ObjectBody(h: ObjectHistory) -> impl IntoView {
                                 };
                                 view! {
                                     <tr data-testid="revision-row" data-revision=r.revision>
-                                        <td>{r.revision} " " {marks}</td>
-                                        <td class="mono"><a href=format!("/events?q={}", crate::url::urlencode(&r.event_id))>{r.event_id.clone()}</a></td>
-                                        <td><LocalTime utc=r.received_at.clone()/></td>
-                                        <td>
+                                        <td data-label="Revision">{r.revision} " " {marks}</td>
+                                        <td data-label="Event" class="mono"><a href=format!("/events?q={}", crate::url::urlencode(&r.event_id))>{r.event_id.clone()}</a></td>
+                                        <td data-label="Arrived"><LocalTime utc=r.received_at.clone()/></td>
+                                        <td data-label="Changes">
                                             <ul class="diff">
                                                 {r.changes.into_iter().map(|c| view! {
                                                     <li><span class="mono">{c.path}</span> ": "
@@ -100,6 +144,53 @@ fn ObjectBody(h: ObjectHistory) -> impl IntoView {
                             }).collect_view()}
                         </tbody>
                     </table>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// "It has 3 accepted deliveries." (or "more than 1,000").
+fn accepted_words(d: &ObjectDeliveries) -> String {
+    match (d.accepted, d.accepted_more) {
+        (_, true) => format!(
+            "It has more than {} accepted deliveries.",
+            crate::model::FoundObject::ACCEPTED_COUNTED
+        ),
+        (0, _) => "None of its deliveries was accepted.".to_string(),
+        (1, _) => "It has 1 accepted delivery.".to_string(),
+        (n, _) => format!("It has {n} accepted deliveries."),
+    }
+}
+
+/// A dedup object's accepted deliveries, newest first.
+#[component]
+fn AcceptedDeliveries(d: ObjectDeliveries) -> impl IntoView {
+    let shown = d.rows.len();
+    let cut = shown >= d.limit && (d.accepted_more || d.accepted as usize > shown);
+    view! {
+        <section class="panel">
+            <h2>"Accepted deliveries"</h2>
+            {if d.rows.is_empty() {
+                view! { <p class="muted">"No accepted delivery of this object is in the archive (retention may have purged them)."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="data" data-testid="accepted-deliveries">
+                        <thead><tr><th scope="col">"Delivery"</th><th scope="col">"Event"</th><th scope="col">"Type"</th><th scope="col">"Revision"</th><th scope="col">"Received"</th><th scope="col">"Outcome"</th></tr></thead>
+                        <tbody>
+                            {d.rows.into_iter().map(|r| view! {
+                                <tr data-testid="accepted-row">
+                                    <td data-label="Delivery"><a href=format!("/events/{}", r.id)>"#" {r.id}</a></td>
+                                    <td class="mono" data-label="Event">{r.event_id.clone().unwrap_or_default()}</td>
+                                    <td data-label="Type">{r.event_type.clone().unwrap_or_else(|| "—".into())}</td>
+                                    <td data-label="Revision">{r.revision.map(|n| n.to_string()).unwrap_or_else(|| "—".into())}</td>
+                                    <td data-label="Received"><LocalTime utc=r.received_at.clone()/></td>
+                                    <td data-label="Outcome"><StatusBadge status=r.status outcome=r.outcome/></td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                    {cut.then(|| view! { <p class="muted" data-testid="deliveries-cut">"Showing the newest " {shown} "; every delivery is under the link above."</p> })}
                 }.into_any()
             }}
         </section>

@@ -1,7 +1,9 @@
-//! `/`: deliveries by status and source over the last 24 hours and the last 7 days (the chart's
-//! calendar days, UTC, today included), a chart of those days, the newest failures, the last
-//! invariant check, and the search box.
+//! `/`: deliveries senders made (replays not counted) by status, by hour over 24 hours or by
+//! day over 7 days in the viewer's zone (`?chart=days`), per source over both; the newest
+//! failures, the last invariant check. Updates itself every few seconds while shown.
 
+use crate::components::chart::VolumeChart;
+use crate::components::live::live_tick;
 use crate::components::{Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{CountRow, DestinationSummary, Overview, RejectedCount, VerifyRun};
@@ -13,7 +15,7 @@ pub async fn get_overview() -> Result<Overview, DashboardError> {
     guard::require(Role::Viewer).await?;
     let sources = guard::config()?.sources.len();
     let db = guard::db()?;
-    let mut overview = crate::db::overview::overview(&db, sources)
+    let mut overview = crate::db::overview::overview(&db, sources, guard::viewer_zone())
         .await
         .map_err(|e| guard::unavailable(&e))?;
     overview.destinations_in_trouble =
@@ -23,63 +25,61 @@ pub async fn get_overview() -> Result<Overview, DashboardError> {
             .into_iter()
             .filter(|d| d.needs_attention())
             .collect();
+    overview.problems = crate::db::problems::open_counts(&db)
+        .await
+        .map_err(|e| guard::unavailable(&e))?;
     Ok(overview)
 }
 
-/// Stacked bars per day, drawn on the server as SVG.
+/// Open problems and open failures (`/problems`), the overview's "needs attention" counts.
 #[component]
-fn DayChart(days: Vec<CountRow>) -> impl IntoView {
-    let (width, height, gap) = (560.0_f64, 140.0_f64, 8.0_f64);
-    let max = days
-        .iter()
-        .map(|d| d.processed + d.skipped + d.failed)
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let bar = (width - gap * (days.len() as f64 + 1.0)) / days.len().max(1) as f64;
-    let description = days
-        .iter()
-        .map(|d| {
-            format!(
-                "{}: {} processed, {} skipped, {} failed",
-                d.label, d.processed, d.skipped, d.failed
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    let bars = days
-        .into_iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let x = gap + i as f64 * (bar + gap);
-            let scale = |n: i64| n as f64 / max * (height - 20.0);
-            let (p, s, f) = (scale(d.processed), scale(d.skipped), scale(d.failed));
-            let base = height - 16.0;
-            let label = d.label.get(5..).unwrap_or(&d.label).to_string();
-            view! {
-                <g>
-                    <rect class="bar-processed" x=x y=base - p width=bar height=p/>
-                    <rect class="bar-skipped" x=x y=base - p - s width=bar height=s/>
-                    <rect class="bar-failed" x=x y=base - p - s - f width=bar height=f/>
-                    <text x=x + bar / 2.0 y=height - 2.0 text-anchor="middle">{label}</text>
-                </g>
-            }
-        })
-        .collect_view();
+fn OpenProblemsPanel(counts: crate::model::OpenProblems) -> impl IntoView {
+    let quiet = counts.problems == 0;
     view! {
-        <svg class="chart" viewBox=format!("0 0 {width} {height}") role="img" aria-label=format!("Deliveries per day. {description}")>
-            {bars}
-        </svg>
-        <p class="legend">
-            <span class="swatch processed"></span>"processed "
-            <span class="swatch skipped"></span>"skipped "
-            <span class="swatch failed"></span>"failed"
-        </p>
+        <section class="panel" class:attention=!quiet data-testid="open-problems">
+            <h2>"Open problems"</h2>
+            {if quiet {
+                view! { <p class="muted">"No open problems: every failure is resolved, or its cause ignored."</p> }.into_any()
+            } else {
+                view! {
+                    <p>
+                        <a href="/problems" data-testid="open-problem-count">{counts.problems} {if counts.problems == 1 { " open problem" } else { " open problems" }}</a>
+                        ", "
+                        <a href="/events?status=failed&open=1" data-testid="open-failure-count">{counts.failures} {if counts.failures == 1 { " open failure" } else { " open failures" }}</a>
+                    </p>
+                }.into_any()
+            }}
+        </section>
     }
 }
 
+/// The chart of the overview: by hour over 24 hours, or by day over 7 days (`?chart=days`),
+/// switched by links (they work before the page has hydrated too).
 #[component]
-fn CountTable(caption: &'static str, rows: Vec<CountRow>) -> impl IntoView {
+fn DayChart(volume: crate::model::Volume) -> AnyView {
+    let query = leptos_router::hooks::use_query_map();
+    let days = move || query.read().get("chart").as_deref() == Some("days");
+    let switch = move |to_days: bool, text: &'static str| {
+        let href = if to_days { "/?chart=days" } else { "/" };
+        view! {
+            <a href=href class="switch" data-testid=if to_days { "chart-days" } else { "chart-hours" }
+                aria-current=move || (days() == to_days).then_some("true")>{text}</a>
+        }
+    };
+    let zone = volume.zone.clone();
+    view! {
+        <div class="chart-head">
+            <h1>{move || if days() { "Last 7 days" } else { "Last 24 hours" }}</h1>
+            <nav class="chart-switch" aria-label="Chart period">{switch(false, "24 hours")} {switch(true, "7 days")}</nav>
+        </div>
+        {move || view! { <VolumeChart volume=volume.clone() days=days()/> }}
+        <p class="muted">"Deliveries from senders, times in " {zone} "; replays are not counted."</p>
+    }
+    .into_any()
+}
+
+#[component]
+fn CountTable(caption: &'static str, rows: Vec<CountRow>) -> AnyView {
     let empty = rows.is_empty();
     view! {
         <table class="data compact">
@@ -90,10 +90,10 @@ fn CountTable(caption: &'static str, rows: Vec<CountRow>) -> impl IntoView {
                     let failed_link = format!("/events?status=failed&source={}", r.label);
                     view! {
                         <tr>
-                            <th scope="row"><a href=format!("/events?source={}", r.label)>{r.label.clone()}</a></th>
-                            <td>{r.processed}</td>
-                            <td>{r.skipped}</td>
-                            <td><a href=failed_link>{r.failed}</a></td>
+                            <th data-label="Source" scope="row"><a href=format!("/events?source={}", r.label)>{r.label.clone()}</a></th>
+                            <td data-label="Processed">{r.processed}</td>
+                            <td data-label="Skipped">{r.skipped}</td>
+                            <td data-label="Failed"><a href=failed_link>{r.failed}</a></td>
                         </tr>
                     }
                 }).collect_view()}
@@ -101,11 +101,14 @@ fn CountTable(caption: &'static str, rows: Vec<CountRow>) -> impl IntoView {
             </tbody>
         </table>
     }
+    .into_any()
 }
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
-    let data = Resource::new(|| (), |_| get_overview());
+    // Live, as the events list is: refetched every few seconds while the tab is visible.
+    let tick = live_tick(|| true);
+    let data = Resource::new(move || tick.get(), |_| get_overview());
     view! {
         <TopBar/>
         <main>
@@ -136,13 +139,13 @@ fn OverviewBody(o: Overview) -> impl IntoView {
     };
     view! {
         {empty_state}
+        <OpenProblemsPanel counts=o.problems.clone()/>
         <section class="panel">
-            <h1>"Last 7 days"</h1>
-            <DayChart days=o.by_day/>
+            <DayChart volume=o.volume/>
         </section>
         <div class="grid2">
-            <section class="panel"><CountTable caption="Last 24 hours" rows=o.by_source_24h/></section>
-            <section class="panel"><CountTable caption="Last 7 days (UTC days, today included)" rows=o.by_source_7d/></section>
+            <section class="panel"><CountTable caption="Last 24 hours (the chart's hours)" rows=o.by_source_24h/></section>
+            <section class="panel"><CountTable caption="Last 7 days (the chart's days, today included)" rows=o.by_source_7d/></section>
         </div>
         <section class="panel">
             <h2>"Newest failures"</h2>
@@ -213,9 +216,9 @@ fn Refused(counts: Vec<RejectedCount>) -> impl IntoView {
                                 let href = format!("/rejected?source={}&reason={}", crate::url::urlencode(&c.source), crate::url::urlencode(c.reason.as_str()));
                                 view! {
                                     <tr data-testid="refused-count">
-                                        <th scope="row">{c.source}</th>
-                                        <td><code>{c.reason.as_str()}</code></td>
-                                        <td><a href=href>{c.n}</a></td>
+                                        <th data-label="Source" scope="row">{c.source}</th>
+                                        <td data-label="Reason"><code>{c.reason.as_str()}</code></td>
+                                        <td data-label="Requests"><a href=href>{c.n}</a></td>
                                     </tr>
                                 }
                             }).collect_view()}

@@ -125,13 +125,13 @@ fn RejectedLine(r: RejectedRow) -> impl IntoView {
     let headers = r.headers.clone();
     view! {
         <tr data-testid="rejected-row">
-            <td><LocalTime utc=r.received_at/></td>
-            <td>{source}</td>
-            <td><code>{r.reason.as_str()}</code></td>
-            <td data-testid="rejected-cause">{r.cause}</td>
-            <td>{r.client_address}</td>
-            <td class="wrap">{body}</td>
-            <td>
+            <td data-label="When"><LocalTime utc=r.received_at/></td>
+            <td data-label="Source">{source}</td>
+            <td data-label="Reason"><code>{r.reason.as_str()}</code></td>
+            <td data-label="Cause" data-testid="rejected-cause">{r.cause}</td>
+            <td data-label="Client">{r.client_address}</td>
+            <td data-label="Body" class="wrap">{body}</td>
+            <td data-label="Request">
                 <details>
                     <summary>{format!("{} headers", headers.len())}</summary>
                     <dl class="fields">

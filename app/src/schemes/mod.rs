@@ -115,6 +115,52 @@ impl Scheme {
         matches!(self, Scheme::Github | Scheme::Shopify)
     }
 
+    /// What the scheme checks, in words, for the sources page: what is signed, where the
+    /// signature is, and for a timestamped scheme the tolerance (`tolerance_secs`).
+    pub fn describe(&self, tolerance_secs: u64) -> String {
+        let within = || {
+            format!(
+                ", its timestamp within {} of hookbox's clock",
+                span(tolerance_secs)
+            )
+        };
+        match self {
+            Scheme::StandardWebhooks => format!(
+                "Standard Webhooks (and Svix): HMAC-SHA256 of the message id, timestamp and body, \
+                 base64, in webhook-signature (or svix-signature){}",
+                within()
+            ),
+            Scheme::Stripe => format!(
+                "Stripe: HMAC-SHA256 of the timestamp and body, hex, as v1 in Stripe-Signature{}",
+                within()
+            ),
+            Scheme::Github => "GitHub: HMAC-SHA256 of the body, hex, in X-Hub-Signature-256; \
+                 no timestamp is signed, so a captured request stays valid"
+                .to_string(),
+            Scheme::Paddle => format!(
+                "Paddle: HMAC-SHA256 of the timestamp and body, hex, as h1 in Paddle-Signature{}",
+                within()
+            ),
+            Scheme::Shopify => {
+                "Shopify: HMAC-SHA256 of the body, base64, in X-Shopify-Hmac-Sha256; \
+                 no timestamp is signed, so a captured request stays valid"
+                    .to_string()
+            }
+            Scheme::Slack => format!(
+                "Slack: HMAC-SHA256 of X-Slack-Request-Timestamp and the body, hex, as v0 in \
+                 X-Slack-Signature{}",
+                within()
+            ),
+            Scheme::HmacSha256 => format!(
+                "HMAC-SHA256 of the timestamp and body, hex, in X-Hookbox-Signature (t=…,v1=…){}",
+                within()
+            ),
+            Scheme::None => {
+                "none: unsigned requests are accepted (local development only)".to_string()
+            }
+        }
+    }
+
     /// Validates and decodes a configured secret string.
     ///
     /// Standard Webhooks: `whsec_<base64>` (the prefix is optional, padding too); the key is the
@@ -186,6 +232,16 @@ impl Scheme {
             Scheme::None => Vec::new(),
         }
     }
+}
+
+/// `300` → "5 minutes", `5` → "5 seconds", `3600` → "1 hour".
+fn span(secs: u64) -> String {
+    let (n, unit) = match secs {
+        s if s > 0 && s.is_multiple_of(3600) => (s / 3600, "hour"),
+        s if s > 0 && s.is_multiple_of(60) => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
 /// The key bytes of one configured secret. Deliberately has no `Display`, and its `Debug` is

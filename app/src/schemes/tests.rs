@@ -197,3 +197,42 @@ fn missing_or_odd_keys_never_match() {
         );
     }
 }
+
+#[test]
+fn every_scheme_describes_what_it_checks() {
+    assert_eq!(
+        Scheme::HmacSha256.describe(300),
+        "HMAC-SHA256 of the timestamp and body, hex, in X-Hookbox-Signature (t=…,v1=…), \
+         its timestamp within 5 minutes of hookbox's clock"
+    );
+    assert!(
+        Scheme::Paddle
+            .describe(5)
+            .ends_with("within 5 seconds of hookbox's clock")
+    );
+    assert!(
+        Scheme::Stripe
+            .describe(3600)
+            .ends_with("within 1 hour of hookbox's clock")
+    );
+    assert!(
+        Scheme::Slack
+            .describe(90)
+            .ends_with("within 90 seconds of hookbox's clock")
+    );
+    for scheme in ALL_SCHEMES {
+        let words = scheme.describe(300);
+        // Each names the header it reads the signature from, and a tolerance only if it has one.
+        for header in scheme.signature_headers() {
+            assert!(
+                words.to_lowercase().contains(header),
+                "{scheme:?} does not name {header}: {words}"
+            );
+        }
+        assert_eq!(
+            words.contains("5 minutes"),
+            scheme.has_timestamp(),
+            "{scheme:?}: {words}"
+        );
+    }
+}

@@ -12,10 +12,12 @@
 
 mod support;
 
+mod charts;
 mod check_config;
 mod concurrency;
 mod dashboard;
 mod faults;
+mod find;
 mod flood;
 mod forward_claim;
 mod forwarder;
@@ -27,9 +29,13 @@ mod migrations;
 mod operations;
 mod outage;
 mod outcomes;
+mod problems;
 mod providers;
 mod rejected_log;
 mod rejections;
+mod resend;
 mod sign_in;
+mod sources;
 mod warm;
+mod weight;
 mod write_path;

@@ -12,10 +12,20 @@ const READ_FUNCTIONS: &[(&str, &[(&str, &str)])] = &[
     ("event", &[("id", "1")]),
     ("object", &[("source", "shop"), ("object_id", "order-1")]),
     ("audit", &[]),
+    ("problems", &[]),
 ];
 const OPERATOR_FUNCTIONS: &[(&str, &[(&str, &str)])] = &[
     ("replay", &[("id", "1"), ("confirm", "false")]),
     ("bulk_replay", &[]),
+    (
+        "problem_state",
+        &[
+            ("source", "shop"),
+            ("outcome", "invalid"),
+            ("class", "x"),
+            ("state", "ignored"),
+        ],
+    ),
 ];
 
 #[tokio::test]

@@ -188,7 +188,7 @@ async fn the_event_page_lays_out_a_large_or_deep_body_within_bounds_while_delive
                 &app,
                 Some(&cookie),
                 "event",
-                &[("id", &huge_id.to_string())],
+                &[("id", &huge_id.to_string()), ("whole_body", "true")],
             )
             .await
         })

@@ -18,6 +18,7 @@ mod error_pages;
 mod export;
 mod heavy_pages;
 mod pages;
+mod reading;
 mod rejected;
 mod replay;
 mod search;

@@ -59,11 +59,16 @@ async fn a_replay_dry_run_writes_nothing_and_a_confirmed_replay_writes_one_archi
         audit_before
     );
 
+    // The replay fails as the original did: it runs only with the typed override.
     let (status, done) = call(
         &app,
         Some(&cookie),
         "replay",
-        &[("id", &id), ("confirm", "true")],
+        &[
+            ("id", &id),
+            ("confirm", "true"),
+            ("anyway", app::model::REPLAY_ANYWAY),
+        ],
     )
     .await;
 
@@ -135,14 +140,10 @@ async fn replaying_an_accepted_event_is_a_recorded_duplicate() {
 
 #[tokio::test]
 async fn bulk_replay_shows_the_dry_run_breakdown_and_needs_the_typed_count() {
-    let app = spawn_app(Backend::Postgres).await;
-    for i in 0..3 {
-        app.send(
-            "shop",
-            &format!(r#"{{"event_id":"bad-{i}","object_id":"o","revision":0,"snapshot":{{}}}}"#),
-        )
-        .await;
-    }
+    // Three failures whose cause the operator fixed (a bulk replay leaves out the others).
+    let broken = crate::problems::broken(Backend::Postgres).await;
+    crate::problems::crm_failures(&broken, "bad", 3).await;
+    let app = crate::problems::fixed(&broken).await;
     app.send("shop", &event("fine", "o", 1, "{}")).await;
     with_user(&app, "olga", Role::Operator).await;
     let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
@@ -166,7 +167,7 @@ async fn bulk_replay_shows_the_dry_run_breakdown_and_needs_the_typed_count() {
 
     assert!(
         dry.contains("\"matched\":3")
-            && dry.contains("[\"invalid\",3]")
+            && dry.contains("[\"applied\",3]")
             && dry.contains("\"replayed\":false"),
         "{dry}"
     );
@@ -188,7 +189,7 @@ async fn bulk_replay_shows_the_dry_run_breakdown_and_needs_the_typed_count() {
     assert!(
         audit[0][1]
             .as_deref()
-            .is_some_and(|d| d.starts_with("invalid: 3; deliveries ")),
+            .is_some_and(|d| d.starts_with("applied: 3; deliveries ")),
         "{audit:?}"
     );
 }
@@ -232,18 +233,20 @@ async fn replayed_originals(app: &TestApp) -> Vec<i64> {
 
 #[tokio::test]
 async fn bulk_replay_takes_the_filter_it_is_given_and_names_it() {
-    let app = spawn_app(Backend::Postgres).await;
-    let shop = failed_deliveries(&app, "shop", 2).await;
-    let sw = failed_deliveries(&app, "sw", 1).await;
+    // crm's two failures are fixed; sw's revision 0 would fail again.
+    let broken = crate::problems::broken(Backend::Postgres).await;
+    let crm = crate::problems::crm_failures(&broken, "crm-bad", 2).await;
+    let sw = failed_deliveries(&broken, "sw", 1).await;
+    let app = crate::problems::fixed(&broken).await;
     with_user(&app, "olga", Role::Operator).await;
     let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
 
     let (_, everything) = call(&app, Some(&cookie), "bulk_replay", &[]).await;
-    let (_, of_shop) = call(
+    let (_, of_crm) = call(
         &app,
         Some(&cookie),
         "bulk_replay",
-        &[("status", "failed"), ("source", "shop")],
+        &[("status", "failed"), ("source", "crm")],
     )
     .await;
     let (_, of_sw) = call(
@@ -257,7 +260,7 @@ async fn bulk_replay_takes_the_filter_it_is_given_and_names_it() {
         &app,
         Some(&cookie),
         "bulk_replay",
-        &[("source", "sw"), ("confirmation", "replay 1")],
+        &[("source", "crm"), ("confirmation", "replay 2")],
     )
     .await;
 
@@ -267,9 +270,9 @@ async fn bulk_replay_takes_the_filter_it_is_given_and_names_it() {
         "{everything}"
     );
     assert!(
-        of_shop.contains("\"matched\":2")
-            && of_shop.contains("\"scope\":\"source shop, status failed\""),
-        "{of_shop}"
+        of_crm.contains("\"matched\":2")
+            && of_crm.contains("\"scope\":\"source crm, status failed\""),
+        "{of_crm}"
     );
     assert!(
         of_sw.contains("\"matched\":1")
@@ -280,17 +283,18 @@ async fn bulk_replay_takes_the_filter_it_is_given_and_names_it() {
     assert!(done.contains("\"replayed\":true"), "{done}");
     assert_eq!(
         replayed_originals(&app).await,
-        sw,
+        crm,
         "only the filter's deliveries"
     );
-    assert!(!replayed_originals(&app).await.contains(&shop[0]));
+    assert!(!replayed_originals(&app).await.contains(&sw[0]));
 }
 
 both_backends!(a_bulk_replay_commits_its_replays_and_its_audit_entry_together);
 async fn a_bulk_replay_commits_its_replays_and_its_audit_entry_together(backend: Backend) {
     use sea_orm::ConnectionTrait;
-    let app = spawn_app(backend).await;
-    let failed = failed_deliveries(&app, "shop", 3).await;
+    let broken = crate::problems::broken(backend).await;
+    let failed = crate::problems::crm_failures(&broken, "bad", 3).await;
+    let app = crate::problems::fixed(&broken).await;
     with_user(&app, "olga", Role::Operator).await;
     let cookie = sign_in(&app, "olga", PASSWORD).await.expect("sign in");
     let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
@@ -374,7 +378,7 @@ async fn a_bulk_replay_commits_its_replays_and_its_audit_entry_together(backend:
         audit,
         vec![vec![
             Some("3".into()),
-            Some(format!("invalid: 3; deliveries {ids}"))
+            Some(format!("applied: 3; deliveries {ids}"))
         ]],
         "{backend:?}: one entry naming the count and the deliveries replayed"
     );

@@ -101,7 +101,9 @@ async fn verify_reports_corrupted_and_missing_projection_rows_and_repair_rederiv
         .await,
         1
     );
-    let overview = app::db::overview::overview(db, 1).await.expect("overview");
+    let overview = app::db::overview::overview(db, 1, app::db::overview::Tz::UTC)
+        .await
+        .expect("overview");
     let last = overview.last_verify.expect("a recorded run");
     assert_eq!(
         (last.drift_count, last.repaired, last.summary.as_str()),
