@@ -308,6 +308,8 @@ async fn the_overview_endpoint_draws_its_chart_in_the_zone_of_the_viewers_cookie
     let app = spawn_app(backend).await;
     let viewer = crate::resend::sign_in_as(&app, "vera", app::model::Role::Viewer).await;
     app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    // A failure: revision 1 of order-1 again, under another event id.
+    app.send("shop", &event("e2", "order-1", 1, "{}")).await;
     for (cookie, zone, offset) in [
         (
             format!("{viewer}; hookbox_tz=Asia%2FKolkata"),
@@ -359,6 +361,13 @@ async fn the_overview_endpoint_draws_its_chart_in_the_zone_of_the_viewers_cookie
     assert!(
         html.contains(": 0 processed, 0 skipped, 0 failed</title>"),
         "a title per bar"
+    );
+    let failed = html
+        .find("class=\"bar-failed\"")
+        .map(|i| &html[i.saturating_sub(20)..(i + 160).min(html.len())]);
+    assert!(
+        html.contains("fill: url(#volume-hours-hatch)"),
+        "failures are hatched: {failed:?}"
     );
     assert!(html.contains("Deliveries from senders by hour over the last 24 hours, times in UTC."));
     let response = app
