@@ -98,7 +98,10 @@ fn problems(answer: &Value, _: &Case) -> anyhow::Result<()> {
     let open = answer["open"].as_array().context("no open groups")?;
     ensure!(!open.is_empty(), "no open problem");
     let total = answer["open_total"].as_i64().context("no total")?;
-    ensure!(total as usize >= open.len(), "fewer problems in all than shown");
+    ensure!(
+        total as usize >= open.len(),
+        "fewer problems in all than shown"
+    );
     let shown: i64 = open.iter().filter_map(|g| g["count"].as_i64()).sum();
     ensure!(
         shown > 0 && shown <= answer["open_failures"].as_i64().unwrap_or(0),
@@ -531,8 +534,7 @@ async fn main() -> anyhow::Result<()> {
             "events" => format!("{} rows", answer["rows"].as_array().map_or(0, Vec::len)),
             "problems" => format!(
                 "{} problems, {} open failures",
-                answer["open_total"],
-                answer["open_failures"]
+                answer["open_total"], answer["open_failures"]
             ),
             "find" => format!(
                 "{} objects, {} events",

@@ -207,8 +207,11 @@ pub(super) async fn resolve<C: ConnectionTrait>(
     replay: i64,
 ) -> Result<(), DbErr> {
     let statements = Statements::of(on.dialect());
-    on.rows(&statements.resolve, &super::resolution::Resolution { replayed, replay })
-        .await?;
+    on.rows(
+        &statements.resolve,
+        &super::resolution::Resolution { replayed, replay },
+    )
+    .await?;
     Ok(())
 }
 

@@ -160,7 +160,7 @@ pub async fn replay_event(
     #[server(default)] anyway: Option<String>,
 ) -> Result<ReplayResult, DashboardError> {
     use crate::guard;
-    use crate::ingest::replay::{ReplayError, Repeat, fails_the_same_way, replay_checked};
+    use crate::ingest::replay::{Repeat, ReplayError, fails_the_same_way, replay_checked};
     let user = guard::require(crate::model::Role::Operator).await?;
     let repeat = match anyway.as_deref().map(str::trim) {
         None | Some("") => Repeat::Refused,
@@ -209,7 +209,11 @@ pub fn EventPage() -> impl IntoView {
     // deliveries) and its result survives the refresh.
     let replay = Action::new(|(id, confirm, anyway): &(i64, bool, Option<String>)| {
         let (id, confirm, anyway) = (*id, *confirm, anyway.clone());
-        async move { replay_event(id, confirm, anyway).await.map(|r| (confirm, r)) }
+        async move {
+            replay_event(id, confirm, anyway)
+                .await
+                .map(|r| (confirm, r))
+        }
     });
     let replayed = Memo::new(move |_| {
         replay.value().with(|v| match v {

@@ -358,7 +358,10 @@ fn BulkReplayPanel(filter: Memo<EventFilter>) -> impl IntoView {
 fn said_of_replay(r: &BulkReplayResult) -> Said {
     let to_replay: usize = r.breakdown.iter().map(|(_, n)| n).sum();
     let what = if r.skipped.total() > 0 {
-        format!("{to_replay} of the {} failed deliveries of {}", r.matched, r.scope)
+        format!(
+            "{to_replay} of the {} failed deliveries of {}",
+            r.matched, r.scope
+        )
     } else {
         format!("{} failed deliveries of {}", r.matched, r.scope)
     };
