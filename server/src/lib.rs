@@ -37,6 +37,8 @@ pub struct AppState {
     pub rejected_log: rejected_log::RejectedLog,
     /// The metrics handles of each configured source's deliveries.
     pub delivery_metrics: Arc<metrics::DeliveryMetrics>,
+    /// Each signed-in user's dashboard requests in flight ([`routes::per_user`]).
+    pub in_flight: routes::per_user::InFlight,
 }
 
 impl AppState {
@@ -51,6 +53,7 @@ impl AppState {
             settings: Arc::default(),
             forward_wake: Arc::default(),
             rejected_log: rejected_log::RejectedLog::default(),
+            in_flight: routes::per_user::InFlight::default(),
         }
     }
 }

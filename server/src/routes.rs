@@ -2,6 +2,7 @@
 
 pub(crate) mod answers;
 pub mod assets;
+pub mod per_user;
 
 use crate::request_id::{RandomRequestId, RequestId, drop_unfit_request_id};
 use crate::{AppState, hooks, metrics};
@@ -232,6 +233,15 @@ async fn guard_dashboard(
     {
         request.extensions_mut().insert(SignedIn(user.clone()));
     }
+    // A signed-in user's requests in flight are bounded (`per_user`): the place is held until
+    // the answer's head is sent.
+    let _place = match &user {
+        Ok(Some(signed_in)) if !asset => match state.in_flight.enter(&signed_in.name) {
+            Ok(place) => Some(place),
+            Err(why) => return answers::too_many_requests(path.starts_with("/api/"), why),
+        },
+        _ => None,
+    };
     // A failed lookup on a server-function call is left to the function, which answers it in
     // its own (JSON) error.
     if path.starts_with("/api/") || is_public(&path) {

@@ -1,0 +1,84 @@
+//! One user's dashboard requests in flight are bounded: past the bound the next is answered 429
+//! at once, in the dashboard's error encoding, while another user is served and the first
+//! user's requests finish (`server/src/routes/per_user.rs`).
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
+use server::routes::per_user::REQUESTS_PER_USER;
+
+#[tokio::test]
+async fn a_users_requests_past_the_bound_are_refused_429_and_others_are_served() {
+    let app = spawn_app(Backend::Postgres).await;
+    with_user(&app, "mallory", Role::Viewer).await;
+    with_user(&app, "olga", Role::Viewer).await;
+    let mallory = sign_in(&app, "mallory", PASSWORD).await.unwrap();
+    let olga = sign_in(&app, "olga", PASSWORD).await.unwrap();
+
+    // The problems page reads `problem_states`: held here, each of mallory's calls waits.
+    let holder = app.db.writer.begin().await.unwrap();
+    holder
+        .execute_unprepared("LOCK TABLE problem_states IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let pid = holder
+        .query_one_raw(Statement::from_string(
+            sea_orm::DatabaseBackend::Postgres,
+            "SELECT pg_backend_pid() AS pid",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get::<i32>("", "pid")
+        .unwrap();
+    let waiting: Vec<_> = (0..REQUESTS_PER_USER)
+        .map(|_| {
+            let (app, mallory) = (app.clone_handle(), mallory.clone());
+            tokio::spawn(async move { call(&app, Some(&mallory), "problems", &[]).await })
+        })
+        .collect();
+    wait_until_blocked(&app.db, pid, REQUESTS_PER_USER as i64).await;
+
+    let (status, body) = call(&app, Some(&mallory), "problems", &[]).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    let refused: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        refused["Throttled"],
+        "you already have 3 requests running, the most hookbox serves one user at once; wait for them to finish, then try again"
+    );
+    let (status, _) = page(&app, Some(&mallory), "/sources").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "a page counts too");
+    let (status, body) = call(&app, Some(&olga), "sources", &[]).await;
+    assert_eq!(status, StatusCode::OK, "another user is served: {body}");
+
+    holder.commit().await.unwrap();
+    for call in waiting {
+        let (status, body) = call.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(body.contains("open_failures"), "{body}");
+    }
+    let (status, body) = call(&app, Some(&mallory), "problems", &[]).await;
+    assert_eq!(status, StatusCode::OK, "places freed: {body}");
+}
+
+/// Waits until `n` backends are blocked by `holder` (`pg_blocking_pids`).
+async fn wait_until_blocked(db: &app::db::Db, holder: i32, n: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let blocked = scalar(
+            db,
+            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+            vec![holder.into()],
+        )
+        .await
+        .unwrap_or(0);
+        if blocked >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{blocked} of {n} requests waited for backend {holder}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
