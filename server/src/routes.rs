@@ -233,11 +233,11 @@ async fn guard_dashboard(
     {
         request.extensions_mut().insert(SignedIn(user.clone()));
     }
-    // A signed-in user's requests in flight are bounded (`per_user`): the place is held until
-    // the answer's head is sent.
-    let _place = match &user {
+    // A signed-in user's requests run two at a time and at most eight are in flight
+    // (`per_user`); the turn is held until the answer's head is sent.
+    let _turn = match &user {
         Ok(Some(signed_in)) if !asset => match state.in_flight.enter(&signed_in.name) {
-            Ok(place) => Some(place),
+            Ok(place) => Some(place.turn().await),
             Err(why) => return answers::too_many_requests(path.starts_with("/api/"), why),
         },
         _ => None,

@@ -1,21 +1,28 @@
-//! One user's dashboard requests in flight are bounded: past the bound the next is answered 429
-//! at once, in the dashboard's error encoding, while another user is served and the first
-//! user's requests finish (`server/src/routes/per_user.rs`).
+//! One user's dashboard requests run two at a time, the others of theirs wait their turn, and
+//! past eight in flight the next is answered 429 at once, in the dashboard's error encoding;
+//! another user is served meanwhile, and every waiting request is answered
+//! (`server/src/routes/per_user.rs`).
 #![allow(clippy::unwrap_used)]
 
 use super::*;
 use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
-use server::routes::per_user::REQUESTS_PER_USER;
+use server::routes::per_user::{InFlight, REQUESTS_PER_USER, RUNNING_PER_USER};
 
 #[tokio::test]
-async fn a_users_requests_past_the_bound_are_refused_429_and_others_are_served() {
-    let app = spawn_app(Backend::Postgres).await;
+async fn a_user_runs_two_requests_at_a_time_and_past_eight_is_refused_429_while_others_are_served()
+{
+    let in_flight = InFlight::default();
+    let app = spawn_app_with_state(Backend::Postgres, test_config(), |state| {
+        state.in_flight = in_flight.clone();
+    })
+    .await;
     with_user(&app, "mallory", Role::Viewer).await;
     with_user(&app, "olga", Role::Viewer).await;
     let mallory = sign_in(&app, "mallory", PASSWORD).await.unwrap();
     let olga = sign_in(&app, "olga", PASSWORD).await.unwrap();
 
-    // The problems page reads `problem_states`: held here, each of mallory's calls waits.
+    // The problems page reads `problem_states`: held here, each of mallory's calls that runs
+    // waits in the database.
     let holder = app.db.writer.begin().await.unwrap();
     holder
         .execute_unprepared("LOCK TABLE problem_states IN ACCESS EXCLUSIVE MODE")
@@ -31,20 +38,28 @@ async fn a_users_requests_past_the_bound_are_refused_429_and_others_are_served()
         .unwrap()
         .try_get::<i32>("", "pid")
         .unwrap();
-    let waiting: Vec<_> = (0..REQUESTS_PER_USER)
+    let calls: Vec<_> = (0..REQUESTS_PER_USER)
         .map(|_| {
             let (app, mallory) = (app.clone_handle(), mallory.clone());
             tokio::spawn(async move { call(&app, Some(&mallory), "problems", &[]).await })
         })
         .collect();
-    wait_until_blocked(&app.db, pid, REQUESTS_PER_USER as i64).await;
+    wait_until_blocked(&app.db, pid, RUNNING_PER_USER as i64).await;
+    while in_flight.of("mallory") < REQUESTS_PER_USER {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        blocked_by(&app.db, pid).await,
+        RUNNING_PER_USER as i64,
+        "two of mallory's eight run; the others wait their turn in hookbox, not in the database"
+    );
 
     let (status, body) = call(&app, Some(&mallory), "problems", &[]).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
     let refused: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         refused["Throttled"],
-        "you already have 3 requests running, the most hookbox serves one user at once; wait for them to finish, then try again"
+        "you already have 8 requests in progress, the most hookbox takes from one user at once; wait for them to finish, then try again"
     );
     let (status, _) = page(&app, Some(&mallory), "/sources").await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "a page counts too");
@@ -52,26 +67,32 @@ async fn a_users_requests_past_the_bound_are_refused_429_and_others_are_served()
     assert_eq!(status, StatusCode::OK, "another user is served: {body}");
 
     holder.commit().await.unwrap();
-    for call in waiting {
+    for call in calls {
         let (status, body) = call.await.unwrap();
         assert_eq!(status, StatusCode::OK, "{body}");
         assert!(body.contains("open_failures"), "{body}");
     }
+    assert_eq!(in_flight.of("mallory"), 0, "every place freed");
     let (status, body) = call(&app, Some(&mallory), "problems", &[]).await;
-    assert_eq!(status, StatusCode::OK, "places freed: {body}");
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// Backends blocked by `holder` now (`pg_blocking_pids`).
+async fn blocked_by(db: &app::db::Db, holder: i32) -> i64 {
+    scalar(
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+        vec![holder.into()],
+    )
+    .await
+    .unwrap_or(0)
 }
 
 /// Waits until `n` backends are blocked by `holder` (`pg_blocking_pids`).
 async fn wait_until_blocked(db: &app::db::Db, holder: i32, n: i64) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let blocked = scalar(
-            db,
-            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-            vec![holder.into()],
-        )
-        .await
-        .unwrap_or(0);
+        let blocked = blocked_by(db, holder).await;
         if blocked >= n {
             return;
         }

@@ -17,6 +17,7 @@ mod destinations;
 mod error_pages;
 mod export;
 mod heavy_pages;
+mod in_flight;
 mod pages;
 mod reading;
 mod rejected;
