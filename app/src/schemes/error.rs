@@ -1,14 +1,16 @@
 //! Why a request failed authentication: [`AuthError`], whose fixed texts are safe to log and
 //! to count.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Why a request failed authentication. The messages are fixed strings: they never carry
 /// secret material or request content, so they are safe to log and to count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthError {
-    /// A header the scheme needs is absent (its lower-case name).
-    MissingHeader(&'static str),
+    /// A header the scheme needs is absent (its lower-case name: a scheme's own, or a
+    /// recipe's from the configuration).
+    MissingHeader(Cow<'static, str>),
     /// A header is present but cannot be parsed (what is wrong with it).
     Malformed(&'static str),
     /// The signed timestamp is too far from now, in either direction: `age_secs` is now minus

@@ -105,7 +105,7 @@ mod tests {
         let headers = signed_headers(Scheme::Stripe, &stripe, b"{}", NOW);
         assert_eq!(
             SCHEME.verify(&headers, b"{}", &[key], 300, NOW),
-            Err(AuthError::MissingHeader("x-hookbox-signature"))
+            Err(AuthError::MissingHeader("x-hookbox-signature".into()))
         );
     }
 }

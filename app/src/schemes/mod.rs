@@ -19,6 +19,7 @@ mod shared;
 mod github;
 mod hmac_sha256;
 mod paddle;
+pub mod recipe;
 mod shopify;
 mod slack;
 mod standard_webhooks;

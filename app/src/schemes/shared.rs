@@ -73,10 +73,7 @@ fn no_match(signatures: usize, secrets: usize) -> AuthError {
 ///
 /// A repeated authentication header is refused rather than guessing which copy counts, and a
 /// value that is not visible ASCII cannot be one any scheme produces.
-pub(super) fn header<'a>(
-    headers: &'a HeaderMap,
-    name: &'static str,
-) -> Result<Option<&'a str>, AuthError> {
+pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, AuthError> {
     let mut values = headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
@@ -95,7 +92,7 @@ pub(super) fn required_header<'a>(
     headers: &'a HeaderMap,
     name: &'static str,
 ) -> Result<&'a str, AuthError> {
-    header(headers, name)?.ok_or(AuthError::MissingHeader(name))
+    header(headers, name)?.ok_or(AuthError::MissingHeader(name.into()))
 }
 
 /// Unix seconds as senders write them: ASCII digits, no sign, spaces or leading zeros.

@@ -64,7 +64,7 @@ fn either<'a>(
     match (header(headers, name)?, header(headers, svix_name)?) {
         (Some(value), Some(twin)) if value != twin => Err(AuthError::Malformed(mismatch)),
         (Some(value), _) | (None, Some(value)) => Ok(value),
-        (None, None) => Err(AuthError::MissingHeader(name)),
+        (None, None) => Err(AuthError::MissingHeader(name.into())),
     }
 }
 

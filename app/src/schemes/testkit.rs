@@ -19,19 +19,59 @@ const NO_TIMESTAMP_NOW: i64 = 0;
 
 /// One entry of an `app/tests/vectors/*.json` file (format in the README beside them).
 #[derive(Deserialize)]
-struct Vector {
-    name: String,
-    secret: String,
-    headers: BTreeMap<String, String>,
-    body: String,
-    now: Option<i64>,
-    expect: String,
-    source: String,
+pub struct Vector {
+    pub name: String,
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// Several configured secrets: any one verifies.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    pub headers: BTreeMap<String, String>,
+    pub body: String,
+    pub now: Option<i64>,
+    /// The URL the sender signed (URL-signing schemes).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The request's method, where it is signed or not POST.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// What a registration challenge is answered with (such a vector is the preset's, not the
+    /// signature's).
+    #[serde(default)]
+    pub challenge_response: Option<serde_json::Value>,
+    pub expect: String,
+    pub source: String,
 }
 
-/// Runs every vector in the file at `path` and fails listing each one whose outcome differs
-/// from its `expect`, with its name and source. Returns how many vectors ran.
-pub fn run_vectors(scheme: Scheme, path: &str, tolerance_secs: u64) -> usize {
+impl Vector {
+    /// The configured secrets: `secrets`, else the one `secret`.
+    pub fn all_secrets(&self) -> Vec<&str> {
+        if self.secrets.is_empty() {
+            self.secret.iter().map(String::as_str).collect()
+        } else {
+            self.secrets.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// Its headers as a request carries them.
+    pub fn header_map(&self) -> HeaderMap {
+        header_map(&self.headers)
+    }
+
+    /// The Unix time to evaluate it at (`0` where the scheme has no timestamp: it must not
+    /// matter).
+    pub fn now(&self) -> i64 {
+        self.now.unwrap_or(NO_TIMESTAMP_NOW)
+    }
+}
+
+/// Runs every vector in the file at `path` through `verify` and fails listing each one whose
+/// outcome differs from its `expect`, with its name and source; `verify` answers `None` for a
+/// vector that is not its to run. Returns how many vectors ran.
+pub fn run_vectors_with(
+    path: &str,
+    verify: impl Fn(&Vector) -> Option<Result<(), String>>,
+) -> usize {
     let text =
         std::fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read {path}: {err}"));
     let vectors: Vec<Vector> =
@@ -39,27 +79,17 @@ pub fn run_vectors(scheme: Scheme, path: &str, tolerance_secs: u64) -> usize {
     assert!(!vectors.is_empty(), "{path} holds no vectors");
 
     let mut mismatches = Vec::new();
+    let mut ran = 0;
     for v in &vectors {
+        let Some(outcome) = verify(v) else {
+            continue;
+        };
+        ran += 1;
         let want_valid = match v.expect.as_str() {
             "valid" => true,
             "invalid" => false,
             other => panic!("{}: unknown expect {other:?}", v.name),
         };
-        let headers = header_map(&v.headers);
-        let outcome = scheme
-            .parse_secret(&v.secret)
-            .map_err(|err| format!("secret refused: {err}"))
-            .and_then(|key| {
-                scheme
-                    .verify(
-                        &headers,
-                        v.body.as_bytes(),
-                        &[key],
-                        tolerance_secs,
-                        v.now.unwrap_or(NO_TIMESTAMP_NOW),
-                    )
-                    .map_err(|err| err.to_string())
-            });
         if outcome.is_ok() != want_valid {
             mismatches.push(format!(
                 "  {} (expect {}, got {:?})\n    source: {}",
@@ -74,7 +104,31 @@ pub fn run_vectors(scheme: Scheme, path: &str, tolerance_secs: u64) -> usize {
         vectors.len(),
         mismatches.join("\n")
     );
-    vectors.len()
+    assert!(ran > 0, "no vector of {path} was run");
+    ran
+}
+
+/// [`run_vectors_with`] through `scheme`.
+pub fn run_vectors(scheme: Scheme, path: &str, tolerance_secs: u64) -> usize {
+    run_vectors_with(path, |v| {
+        let keys = v
+            .all_secrets()
+            .into_iter()
+            .map(|secret| scheme.parse_secret(secret))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| format!("secret refused: {err}"));
+        Some(keys.and_then(|keys| {
+            scheme
+                .verify(
+                    &v.header_map(),
+                    v.body.as_bytes(),
+                    &keys,
+                    tolerance_secs,
+                    v.now(),
+                )
+                .map_err(|err| err.to_string())
+        }))
+    })
 }
 
 fn header_map(headers: &BTreeMap<String, String>) -> HeaderMap {

@@ -81,7 +81,7 @@ fn secret_debug_is_redacted() {
 #[test]
 fn errors_display_fixed_text() {
     let errors = [
-        AuthError::MissingHeader("webhook-id"),
+        AuthError::MissingHeader("webhook-id".into()),
         AuthError::Malformed("no timestamp"),
         AuthError::TimestampOutOfTolerance {
             age_secs: -5,
@@ -92,13 +92,13 @@ fn errors_display_fixed_text() {
             secrets: 1,
         },
     ];
-    for err in errors {
+    for err in &errors {
         let text = err.to_string();
         assert!(!text.is_empty());
-        let _: &dyn std::error::Error = &err;
+        let _: &dyn std::error::Error = err;
     }
     assert_eq!(
-        AuthError::MissingHeader("webhook-id").to_string(),
+        AuthError::MissingHeader("webhook-id".into()).to_string(),
         "missing header webhook-id"
     );
     // The refused-requests log's precise causes.

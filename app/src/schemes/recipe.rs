@@ -1,0 +1,636 @@
+//! `scheme = "hmac"`: a signature described by a recipe instead of written as code: which HMAC,
+//! what is signed (an ordered template of parts), where the signature sits and how it is
+//! encoded, where the timestamp is, and how the secret becomes key bytes.
+//!
+//! A recipe is read once, at start-up, from the source's keys (each value by the `parse`
+//! function of its type here, [`Recipe::check`] for the rules between keys), so a bad recipe
+//! stops the process naming the key instead of failing every request. [`Recipe::verify`] then
+//! reads the request strictly and compares every signature of the header with every key in
+//! constant time, as the built-in schemes do.
+
+use std::fmt;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, Mac};
+use http::{HeaderMap, HeaderName};
+
+use super::shared::{check_tolerance, header, match_any, parse_unix};
+use super::{AuthError, SecretKey};
+
+/// The hash of the HMAC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    Sha1,
+    Sha256,
+    Sha512,
+}
+
+impl Algorithm {
+    /// `sha1`, `sha256` or `sha512`.
+    pub fn parse(name: &str) -> Result<Algorithm, String> {
+        match name {
+            "sha1" => Ok(Algorithm::Sha1),
+            "sha256" => Ok(Algorithm::Sha256),
+            "sha512" => Ok(Algorithm::Sha512),
+            other => Err(format!(
+                "unknown algorithm {other:?}: sha1, sha256 or sha512"
+            )),
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Algorithm::Sha1 => "HMAC-SHA1",
+            Algorithm::Sha256 => "HMAC-SHA256",
+            Algorithm::Sha512 => "HMAC-SHA512",
+        }
+    }
+
+    /// The MAC of the concatenation of `parts` under `key`.
+    fn mac(self, key: &[u8], parts: &[&[u8]]) -> Option<Vec<u8>> {
+        fn run<M: Mac + hmac::digest::KeyInit>(key: &[u8], parts: &[&[u8]]) -> Option<Vec<u8>> {
+            let mut mac = <M as hmac::digest::KeyInit>::new_from_slice(key).ok()?;
+            for part in parts {
+                mac.update(part);
+            }
+            Some(mac.finalize().into_bytes().to_vec())
+        }
+        match self {
+            Algorithm::Sha1 => run::<Hmac<sha1::Sha1>>(key, parts),
+            Algorithm::Sha256 => run::<Hmac<sha2::Sha256>>(key, parts),
+            Algorithm::Sha512 => run::<Hmac<sha2::Sha512>>(key, parts),
+        }
+    }
+}
+
+/// How signature bytes are written in the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Lower-case hex; an upper-case signature is read as the same bytes.
+    Hex,
+    /// Standard base64 with padding.
+    Base64,
+}
+
+impl Encoding {
+    /// `hex` or `base64`.
+    pub fn parse(name: &str) -> Result<Encoding, String> {
+        match name {
+            "hex" => Ok(Encoding::Hex),
+            "base64" => Ok(Encoding::Base64),
+            other => Err(format!("unknown encoding {other:?}: hex or base64")),
+        }
+    }
+
+    fn encode(self, bytes: &[u8]) -> String {
+        match self {
+            Encoding::Hex => hex::encode(bytes),
+            Encoding::Base64 => STANDARD.encode(bytes),
+        }
+    }
+}
+
+/// How a configured secret becomes key bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretEncoding {
+    Utf8,
+    Base64,
+    Hex,
+}
+
+impl SecretEncoding {
+    /// `utf8`, `base64` or `hex`.
+    pub fn parse(name: &str) -> Result<SecretEncoding, String> {
+        match name {
+            "utf8" => Ok(SecretEncoding::Utf8),
+            "base64" => Ok(SecretEncoding::Base64),
+            "hex" => Ok(SecretEncoding::Hex),
+            other => Err(format!(
+                "unknown secret encoding {other:?}: utf8, base64 or hex"
+            )),
+        }
+    }
+}
+
+/// The unit of a timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Milliseconds,
+}
+
+impl TimeUnit {
+    /// `s` or `ms`.
+    pub fn parse(name: &str) -> Result<TimeUnit, String> {
+        match name {
+            "s" => Ok(TimeUnit::Seconds),
+            "ms" => Ok(TimeUnit::Milliseconds),
+            other => Err(format!("unknown timestamp unit {other:?}: s or ms")),
+        }
+    }
+}
+
+/// Where the timestamp is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimestampAt {
+    /// A header of its own (lower case), e.g. `x-slack-request-timestamp`.
+    Header(String),
+    /// The entry of the signature header that starts with this label, e.g. Stripe's `t=`.
+    Entry(String),
+}
+
+/// One part of what is signed, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// The raw request bytes.
+    Body,
+    /// The URL as the sender saw it: the configured public URL, `/hooks/{source}`, and the
+    /// request's query string as received.
+    Url,
+    /// The request's method, e.g. `POST`.
+    Method,
+    /// The timestamp's text as received.
+    Timestamp,
+    /// A header's value as received (its lower-case name); a missing header fails.
+    Header(String),
+    /// Fixed text, e.g. `.` or `v0:`.
+    Literal(String),
+}
+
+impl Part {
+    /// `body`, `url`, `method`, `timestamp`, `header:<name>` or `literal:<text>`.
+    pub fn parse(text: &str) -> Result<Part, String> {
+        match text {
+            "body" => Ok(Part::Body),
+            "url" => Ok(Part::Url),
+            "method" => Ok(Part::Method),
+            "timestamp" => Ok(Part::Timestamp),
+            _ => {
+                if let Some(name) = text.strip_prefix("header:") {
+                    header_name(name).map(Part::Header)
+                } else if let Some(literal) = text.strip_prefix("literal:") {
+                    Ok(Part::Literal(literal.to_string()))
+                } else {
+                    Err(format!(
+                        "unknown part {text:?}: body, url, method, timestamp, header:<name> or literal:<text>"
+                    ))
+                }
+            }
+        }
+    }
+
+    fn words(&self) -> String {
+        match self {
+            Part::Body => "the body".into(),
+            Part::Url => "the URL".into(),
+            Part::Method => "the method".into(),
+            Part::Timestamp => "the timestamp".into(),
+            Part::Header(name) => name.clone(),
+            Part::Literal(text) => format!("{text:?}"),
+        }
+    }
+}
+
+/// A header name as configured, in lower case; the error says why it cannot be one.
+pub fn header_name(name: &str) -> Result<String, String> {
+    match HeaderName::from_bytes(name.as_bytes()) {
+        Ok(parsed) if !name.is_empty() => Ok(parsed.as_str().to_string()),
+        _ => Err(format!("{name:?} is not a header name")),
+    }
+}
+
+/// A whole recipe, read from a source's keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recipe {
+    pub algorithm: Algorithm,
+    /// The header the signature is in (lower case).
+    pub signature_header: String,
+    /// Splits the header into entries when it holds several (Stripe's `,`, Standard Webhooks'
+    /// space); `None`: the whole value is one signature.
+    pub signature_separator: Option<char>,
+    /// What an entry holding a signature starts with, stripped before decoding (`sha256=`,
+    /// `v0=`, `v1=`); entries with another start are ignored, so a new signature version cannot
+    /// break verification nor downgrade it.
+    pub signature_prefix: String,
+    pub signature_encoding: Encoding,
+    pub signed: Vec<Part>,
+    pub timestamp: Option<(TimestampAt, TimeUnit)>,
+    pub secret_encoding: SecretEncoding,
+    /// Stripped from a configured secret before decoding it (e.g. `whsec_`), when present.
+    pub secret_prefix: String,
+}
+
+/// A source's recipe keys, besides `scheme = "hmac"` (and its `secrets_env`, `tolerance_secs`).
+pub const RECIPE_KEYS: &[&str] = &[
+    "algorithm",
+    "signature_header",
+    "signature_prefix",
+    "signature_separator",
+    "signature_encoding",
+    "signed",
+    "timestamp_header",
+    "timestamp_prefix",
+    "timestamp_unit",
+    "secret_encoding",
+    "secret_prefix",
+];
+
+impl Recipe {
+    /// Reads a recipe from a source's keys: `text` gives a key's string value, `signed` the
+    /// `signed` list. Every problem is named by its key; `algorithm`, `signature_header` and
+    /// `signed` are required, the rest default to no prefix, one signature, hex, no timestamp,
+    /// seconds, UTF-8.
+    pub fn read(
+        text: impl Fn(&'static str) -> Option<String>,
+        signed: Option<Vec<String>>,
+    ) -> Result<Recipe, Vec<RecipeProblem>> {
+        let mut problems: Vec<RecipeProblem> = Vec::new();
+        let algorithm = value(
+            &mut problems,
+            "algorithm",
+            text("algorithm"),
+            Algorithm::parse,
+        );
+        let signature_header = value(
+            &mut problems,
+            "signature_header",
+            text("signature_header"),
+            header_name,
+        );
+        let signature_encoding = value(
+            &mut problems,
+            "signature_encoding",
+            text("signature_encoding"),
+            Encoding::parse,
+        );
+        let signature_separator = value(
+            &mut problems,
+            "signature_separator",
+            text("signature_separator"),
+            |v| {
+                let mut chars = v.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) => Ok(c),
+                    _ => Err(format!("{v:?} is not one character")),
+                }
+            },
+        );
+        let timestamp_header = value(
+            &mut problems,
+            "timestamp_header",
+            text("timestamp_header"),
+            header_name,
+        );
+        let timestamp_prefix = text("timestamp_prefix");
+        let unit = value(
+            &mut problems,
+            "timestamp_unit",
+            text("timestamp_unit"),
+            TimeUnit::parse,
+        );
+        let secret_encoding = value(
+            &mut problems,
+            "secret_encoding",
+            text("secret_encoding"),
+            SecretEncoding::parse,
+        );
+        let signed = match signed {
+            Some(list) if list.is_empty() => {
+                problems.push(("signed", "is empty".into()));
+                None
+            }
+            Some(list) => list
+                .iter()
+                .map(|part| Part::parse(part))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| problems.push(("signed", e)))
+                .ok(),
+            None => None,
+        };
+        for (key, absent) in [
+            ("algorithm", matches!(algorithm, Some(None))),
+            ("signature_header", matches!(signature_header, Some(None))),
+            (
+                "signed",
+                signed.is_none() && !problems.iter().any(|(k, _)| *k == "signed"),
+            ),
+        ] {
+            if absent {
+                problems.push((key, "is required with scheme = \"hmac\"".into()));
+            }
+        }
+        let timestamp_header = timestamp_header.flatten();
+        if timestamp_header.is_some() && timestamp_prefix.is_some() {
+            problems.push((
+                "timestamp_prefix",
+                "and timestamp_header both say where the timestamp is: keep one".into(),
+            ));
+        }
+        let unit = unit.flatten().unwrap_or(TimeUnit::Seconds);
+        let timestamp = match (timestamp_header, timestamp_prefix) {
+            (Some(name), _) => Some((TimestampAt::Header(name), unit)),
+            (None, Some(label)) => Some((TimestampAt::Entry(label), unit)),
+            (None, None) => None,
+        };
+        match (algorithm.flatten(), signature_header.flatten(), signed) {
+            (Some(algorithm), Some(signature_header), Some(signed)) if problems.is_empty() => {
+                Ok(Recipe {
+                    algorithm,
+                    signature_header,
+                    signature_separator: signature_separator.flatten(),
+                    signature_prefix: text("signature_prefix").unwrap_or_default(),
+                    signature_encoding: signature_encoding.flatten().unwrap_or(Encoding::Hex),
+                    signed,
+                    timestamp,
+                    secret_encoding: secret_encoding.flatten().unwrap_or(SecretEncoding::Utf8),
+                    secret_prefix: text("secret_prefix").unwrap_or_default(),
+                })
+            }
+            _ => Err(problems),
+        }
+    }
+}
+
+/// A key's value read by `parse`: `Some(None)` when absent, `None` when refused (the problem
+/// recorded under `key`).
+fn value<T>(
+    problems: &mut Vec<RecipeProblem>,
+    key: &'static str,
+    text: Option<String>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Option<Option<T>> {
+    match text.map(|text| parse(&text)) {
+        None => Some(None),
+        Some(Ok(value)) => Some(Some(value)),
+        Some(Err(why)) => {
+            problems.push((key, why));
+            None
+        }
+    }
+}
+
+/// A request as a recipe reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub method: &'a str,
+    /// The URL as the sender saw it (see [`Part::Url`]); `None` when no public URL is
+    /// configured, which [`Recipe::check`] refuses for a recipe that signs it.
+    pub url: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+}
+
+/// A problem of a recipe: the key it is about and what is wrong.
+pub type RecipeProblem = (&'static str, String);
+
+impl Recipe {
+    /// The rules between keys: the body is signed (else a captured signature fits any body),
+    /// a signed timestamp has a place to be read from, a timestamp inside the signature header
+    /// needs entries, and the URL is signed only where a public URL is configured.
+    pub fn check(&self, public_url: bool) -> Vec<RecipeProblem> {
+        let mut problems = Vec::new();
+        if !self.signed.contains(&Part::Body) {
+            problems.push((
+                "signed",
+                "does not contain \"body\": the signature would not cover what is delivered"
+                    .to_string(),
+            ));
+        }
+        if self.signed.contains(&Part::Timestamp) && self.timestamp.is_none() {
+            problems.push((
+                "signed",
+                "contains \"timestamp\" but no timestamp_header or timestamp_prefix says where it is"
+                    .to_string(),
+            ));
+        }
+        if let Some((TimestampAt::Entry(_), _)) = &self.timestamp
+            && self.signature_separator.is_none()
+        {
+            problems.push((
+                "timestamp_prefix",
+                "needs signature_separator: the timestamp is an entry of the signature header"
+                    .to_string(),
+            ));
+        }
+        if self.signed.contains(&Part::Url) && !public_url {
+            problems.push((
+                "signed",
+                "contains \"url\" but [server] public_url is not set: the URL the sender signs cannot be known behind a proxy"
+                    .to_string(),
+            ));
+        }
+        problems
+    }
+
+    /// The key bytes of a configured secret; the error names what is wrong, never the secret.
+    pub fn parse_secret(&self, secret: &str) -> Result<SecretKey, String> {
+        if secret.is_empty() {
+            return Err("secret is empty".into());
+        }
+        if secret.trim() != secret {
+            return Err("secret has leading or trailing white space".into());
+        }
+        let text = secret
+            .strip_prefix(self.secret_prefix.as_str())
+            .unwrap_or(secret);
+        let key = match self.secret_encoding {
+            SecretEncoding::Utf8 => text.as_bytes().to_vec(),
+            SecretEncoding::Base64 => STANDARD
+                .decode(text)
+                .map_err(|_| "secret is not base64".to_string())?,
+            SecretEncoding::Hex => {
+                hex::decode(text).map_err(|_| "secret is not hex".to_string())?
+            }
+        };
+        if key.is_empty() {
+            return Err("secret decodes to no bytes".into());
+        }
+        Ok(SecretKey(key))
+    }
+
+    /// Whether a timestamp is signed: whether `tolerance_secs` means anything.
+    pub fn has_timestamp(&self) -> bool {
+        self.timestamp.is_some() && self.signed.contains(&Part::Timestamp)
+    }
+
+    /// Verifies `request` at `now` (Unix seconds): every signature entry of the header against
+    /// every key, in constant time; a timestamp beyond `tolerance_secs` either way fails.
+    pub fn verify(
+        &self,
+        request: &Request<'_>,
+        keys: &[SecretKey],
+        tolerance_secs: u64,
+        now: i64,
+    ) -> Result<(), AuthError> {
+        let value = header(request.headers, &self.signature_header)?
+            .ok_or_else(|| AuthError::MissingHeader(self.signature_header.clone().into()))?;
+        let entries: Vec<&str> = match self.signature_separator {
+            Some(separator) => value.split(separator).map(str::trim).collect(),
+            None => vec![value.trim()],
+        };
+        let timestamp_text = self.timestamp_text(request.headers, &entries)?;
+        if let (Some(text), Some((_, unit))) = (timestamp_text, &self.timestamp) {
+            let stamp =
+                parse_unix(text).ok_or(AuthError::Malformed("the timestamp is not an integer"))?;
+            let secs = match unit {
+                TimeUnit::Seconds => stamp,
+                TimeUnit::Milliseconds => stamp.div_euclid(1000),
+            };
+            check_tolerance(secs, now, tolerance_secs)?;
+        }
+        let signatures: Vec<String> = entries
+            .iter()
+            .filter_map(|entry| entry.strip_prefix(self.signature_prefix.as_str()))
+            .map(|signature| match self.signature_encoding {
+                Encoding::Hex => signature.to_ascii_lowercase(),
+                Encoding::Base64 => signature.to_string(),
+            })
+            .collect();
+        if signatures.is_empty() {
+            return Err(AuthError::Malformed("no signature of the expected version"));
+        }
+        let message = self.message(request, timestamp_text)?;
+        let candidates: Vec<&str> = signatures.iter().map(String::as_str).collect();
+        match_any(keys, &candidates, |key| {
+            let parts: Vec<&[u8]> = message.iter().map(|part| part.as_ref()).collect();
+            self.algorithm
+                .mac(key, &parts)
+                .map(|mac| self.signature_encoding.encode(&mac))
+        })
+    }
+
+    /// The timestamp's text, where the recipe has one.
+    fn timestamp_text<'a>(
+        &self,
+        headers: &'a HeaderMap,
+        entries: &[&'a str],
+    ) -> Result<Option<&'a str>, AuthError> {
+        match &self.timestamp {
+            None => Ok(None),
+            Some((TimestampAt::Header(name), _)) => header(headers, name)?
+                .map(|text| Some(text.trim()))
+                .ok_or_else(|| AuthError::MissingHeader(name.clone().into())),
+            Some((TimestampAt::Entry(label), _)) => {
+                let mut found = entries
+                    .iter()
+                    .filter_map(|e| e.strip_prefix(label.as_str()));
+                let first = found.next().ok_or(AuthError::Malformed("no timestamp"))?;
+                if found.next().is_some() {
+                    return Err(AuthError::Malformed("the timestamp is given twice"));
+                }
+                Ok(Some(first))
+            }
+        }
+    }
+
+    /// The signed parts, in order, as bytes.
+    fn message<'a>(
+        &self,
+        request: &Request<'a>,
+        timestamp: Option<&'a str>,
+    ) -> Result<Vec<std::borrow::Cow<'a, [u8]>>, AuthError> {
+        use std::borrow::Cow;
+        self.signed
+            .iter()
+            .map(|part| {
+                Ok(match part {
+                    Part::Body => Cow::Borrowed(request.body),
+                    Part::Url => Cow::Borrowed(
+                        request
+                            .url
+                            .ok_or(AuthError::Malformed("the signed URL is not configured"))?
+                            .as_bytes(),
+                    ),
+                    Part::Method => Cow::Borrowed(request.method.as_bytes()),
+                    Part::Timestamp => Cow::Borrowed(
+                        timestamp
+                            .ok_or(AuthError::Malformed("no timestamp"))?
+                            .as_bytes(),
+                    ),
+                    Part::Header(name) => Cow::Borrowed(
+                        header(request.headers, name)?
+                            .ok_or_else(|| AuthError::MissingHeader(name.clone().into()))?
+                            .as_bytes(),
+                    ),
+                    Part::Literal(text) => Cow::Owned(text.as_bytes().to_vec()),
+                })
+            })
+            .collect()
+    }
+
+    /// The headers a sender following the recipe sends for `request` at `now` (Unix seconds):
+    /// the signature header, and the timestamp's header where it has one. Headers that are
+    /// signed parts must already be in `request.headers`.
+    pub fn sign(
+        &self,
+        key: &SecretKey,
+        request: &Request<'_>,
+        now: i64,
+    ) -> Vec<(HeaderName, String)> {
+        let stamp = match self.timestamp {
+            Some((_, TimeUnit::Milliseconds)) => (now * 1000).to_string(),
+            _ => now.to_string(),
+        };
+        let timestamp = self.timestamp.as_ref().map(|_| stamp.as_str());
+        let Ok(message) = self.message(request, timestamp) else {
+            return Vec::new();
+        };
+        let parts: Vec<&[u8]> = message.iter().map(|part| part.as_ref()).collect();
+        let Some(mac) = self.algorithm.mac(&key.0, &parts) else {
+            return Vec::new();
+        };
+        let signature = format!(
+            "{}{}",
+            self.signature_prefix,
+            self.signature_encoding.encode(&mac)
+        );
+        let mut headers = Vec::new();
+        let value = match (&self.timestamp, self.signature_separator) {
+            (Some((TimestampAt::Entry(label), _)), Some(separator)) => {
+                format!("{label}{stamp}{separator}{signature}")
+            }
+            (Some((TimestampAt::Header(name), _)), _) => {
+                if let Ok(name) = HeaderName::from_bytes(name.as_bytes()) {
+                    headers.push((name, stamp.clone()));
+                }
+                signature
+            }
+            _ => signature,
+        };
+        if let Ok(name) = HeaderName::from_bytes(self.signature_header.as_bytes()) {
+            headers.insert(0, (name, value));
+        }
+        headers
+    }
+}
+
+impl fmt::Display for Recipe {
+    /// The recipe in words, e.g. "HMAC-SHA256 of the body, hex, in x-signature".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.signed.iter().map(Part::words).collect();
+        let encoding = match self.signature_encoding {
+            Encoding::Hex => "hex",
+            Encoding::Base64 => "base64",
+        };
+        write!(
+            f,
+            "{} of {}, {encoding}, in {}",
+            self.algorithm.words(),
+            parts.join(" + "),
+            self.signature_header
+        )?;
+        if !self.signature_prefix.is_empty() {
+            write!(f, " after {:?}", self.signature_prefix)?;
+        }
+        match &self.timestamp {
+            Some((TimestampAt::Header(name), _)) => write!(f, "; the timestamp in {name}"),
+            Some((TimestampAt::Entry(label), _)) => write!(f, "; the timestamp as {label:?}"),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "recipe_tests.rs"]
+mod tests;
