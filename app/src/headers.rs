@@ -105,7 +105,7 @@ pub fn classify(name: &str, source: Option<&Source>) -> HeaderClass {
     let name = name.trim();
     let is = |known: &&str| known.eq_ignore_ascii_case(name);
     let signature = match source {
-        Some(source) => source.scheme.signature_headers().iter().any(is),
+        Some(source) => source.auth().signature_headers().iter().any(is),
         None => Scheme::all().any(|scheme| scheme.signature_headers().iter().any(is)),
     };
     if signature {
@@ -312,6 +312,7 @@ event_type = "header:X-Event"
                 name: "s".into(),
                 preset: None,
                 scheme,
+                recipe: None,
                 secrets_env: Vec::new(),
                 keys: Vec::new(),
                 tolerance_secs: 300,

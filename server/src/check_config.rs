@@ -63,6 +63,10 @@ pub fn summary(config: &Config) -> String {
     )];
     for source in &config.sources {
         lines.push(source_line(source));
+        lines.push(format!(
+            "  checks: {}",
+            source.auth().describe(source.tolerance_secs)
+        ));
         lines.push(format!("  {}", mapping_line(source)));
     }
     for destination in &config.destinations {
@@ -97,7 +101,7 @@ fn source_line(source: &Source) -> String {
     } else {
         parts.push(format!("secrets from {}", source.secrets_env.join(", ")));
     }
-    if source.scheme.has_timestamp() {
+    if source.auth().has_timestamp() {
         parts.push(format!("tolerance {} s", source.tolerance_secs));
     }
     if !source.forward.is_empty() {

@@ -50,9 +50,20 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
             body
         }
     };
-    let headers = delivery_headers(source, &body, &args.headers, chrono::Utc::now().timestamp());
-
     let endpoint = format!("{}/hooks/{}", args.url.trim_end_matches('/'), source.name);
+    // The URL the real sender signs: the configured public origin's, else the one posted to.
+    let signed_url = match &config.server.public_url {
+        Some(origin) => format!("{origin}/hooks/{}", source.name),
+        None => endpoint.clone(),
+    };
+    let headers = delivery_headers(
+        source,
+        &body,
+        &args.headers,
+        Some(&signed_url),
+        chrono::Utc::now().timestamp(),
+    );
+
     let response = reqwest::Client::new()
         .post(&endpoint)
         .headers(headers)
@@ -85,6 +96,7 @@ pub fn delivery_headers(
     source: &Source,
     body: &[u8],
     extra: &[(HeaderName, HeaderValue)],
+    url: Option<&str>,
     now: i64,
 ) -> HeaderMap {
     let event_id_headers: Vec<&HeaderName> = source
@@ -112,16 +124,8 @@ pub fn delivery_headers(
         );
 
     let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(key) = source.keys.first() {
-        for (name, value) in source.scheme.sign(key, &msg_id, body, now) {
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                headers.insert(name, value);
-            }
-        }
-    }
-    for (name, _) in extra {
-        headers.remove(name);
+    if !extra.iter().any(|(name, _)| *name == CONTENT_TYPE) {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     }
     for (name, value) in extra {
         headers.append(name.clone(), value.clone());
@@ -133,6 +137,25 @@ pub fn delivery_headers(
         && let Ok(value) = HeaderValue::from_str(&msg_id)
     {
         headers.insert((*first).clone(), value);
+    }
+    // Signed last, over the headers sent (a recipe may sign one of them); a header `extra`
+    // gives is sent as given.
+    if let Some(key) = source.keys.first() {
+        let request = app::schemes::Request {
+            method: "POST",
+            url,
+            headers: &headers,
+            body,
+        };
+        let signed = source.auth().sign(key, &msg_id, &request, now);
+        for (name, value) in signed {
+            if extra.iter().any(|(given, _)| *given == name) {
+                continue;
+            }
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        }
     }
     headers
 }

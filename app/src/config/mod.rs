@@ -151,7 +151,14 @@ impl Config {
                         None => format!("#{}", index + 1),
                     };
                     let keys = Keys::new(table, Some(label), "", &mut problems);
-                    let source = read_source(keys, env, allow_unsigned, &names, &destination_names);
+                    let source = read_source(
+                        keys,
+                        env,
+                        allow_unsigned,
+                        &names,
+                        &destination_names,
+                        server.public_url.is_some(),
+                    );
                     if let Some(name) = table.get("name").and_then(toml::Value::as_str) {
                         names.push(name.to_string());
                     }
@@ -218,3 +225,6 @@ impl std::error::Error for ConfigErrors {}
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod recipe_tests;

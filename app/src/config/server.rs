@@ -22,6 +22,7 @@ const SERVER_KEYS: &[&str] = &[
     "audit_retention_days",
     "rejected_rows_per_source",
     "rejected_retention_days",
+    "public_url",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,9 @@ pub struct ServerSettings {
     pub rejected_rows_per_source: u32,
     /// ... and none older than this.
     pub rejected_retention_days: u32,
+    /// The origin senders post to (`https://hooks.example.com`, no trailing `/`): a recipe that
+    /// signs the URL signs `{public_url}/hooks/{source}`, which hookbox cannot see behind a proxy.
+    pub public_url: Option<String>,
 }
 
 impl Default for ServerSettings {
@@ -53,6 +57,7 @@ impl Default for ServerSettings {
             audit_retention_days: DEFAULT_AUDIT_RETENTION_DAYS,
             rejected_rows_per_source: DEFAULT_REJECTED_ROWS_PER_SOURCE,
             rejected_retention_days: DEFAULT_REJECTED_RETENTION_DAYS,
+            public_url: None,
         }
     }
 }
@@ -84,5 +89,27 @@ pub(super) fn read_server(mut keys: Keys<'_>) -> ServerSettings {
         rejected_retention_days: keys
             .number("rejected_retention_days", 1)
             .unwrap_or(DEFAULT_REJECTED_RETENTION_DAYS),
+        public_url: keys.string("public_url").and_then(|text| match public_url(&text) {
+            Ok(url) => Some(url),
+            Err(why) => {
+                keys.problem("public_url", why);
+                None
+            }
+        }),
     }
+}
+
+/// An origin as `public_url` takes it: http or https, a host, no path, query or fragment; the
+/// trailing `/` dropped.
+fn public_url(text: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(text).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(format!("{text:?} is not an http or https URL with a host"));
+    }
+    if parsed.path() != "/" || parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(format!(
+            "{text:?} has a path, query or fragment: give the origin only, e.g. https://hooks.example.com"
+        ));
+    }
+    Ok(text.trim_end_matches('/').to_string())
 }

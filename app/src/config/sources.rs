@@ -6,7 +6,8 @@ use super::destinations;
 use super::keys::{Keys, valid_env_name};
 use crate::envelope::{Field, FieldRef, Mapping, Mode};
 use crate::providers::{ALL_PRESETS, Preset};
-use crate::schemes::{Scheme, SecretKey};
+use crate::schemes::recipe::RECIPE_KEYS;
+use crate::schemes::{Auth, Recipe, Scheme, SecretKey};
 
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 
@@ -26,6 +27,11 @@ const SOURCE_KEYS: &[&str] = &[
     "forward",
 ];
 
+/// Every key a source may have: its own and a recipe's.
+fn source_keys() -> Vec<&'static str> {
+    SOURCE_KEYS.iter().chain(RECIPE_KEYS).copied().collect()
+}
+
 /// One sender account: its endpoint, how it authenticates and where its identities live.
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -33,6 +39,8 @@ pub struct Source {
     /// The provider preset the source was declared with; its keys may override any part.
     pub preset: Option<Preset>,
     pub scheme: Scheme,
+    /// `scheme = "hmac"`: the recipe its keys describe.
+    pub recipe: Option<Recipe>,
     /// The names of the environment variables the keys came from, in order (never the values).
     pub secrets_env: Vec<String>,
     /// The first key signs in `hookbox send`; any key verifies.
@@ -53,9 +61,10 @@ pub(super) fn read_source(
     allow_unsigned: bool,
     earlier_names: &[String],
     destinations: &[&str],
+    public_url: bool,
 ) -> Option<Source> {
     let problems_before = keys.problems.found.len();
-    keys.refuse_unknown(SOURCE_KEYS);
+    keys.refuse_unknown(&source_keys());
 
     let name = keys.name(earlier_names);
 
@@ -85,6 +94,12 @@ pub(super) fn read_source(
             None
         }
     };
+
+    let recipe = read_recipe(&mut keys, scheme, public_url);
+    let auth = scheme.map(|scheme| Auth {
+        scheme,
+        recipe: recipe.as_ref(),
+    });
 
     let secrets_env = keys.strings("secrets_env").unwrap_or_default();
     let mut secret_keys = Vec::new();
@@ -117,8 +132,10 @@ pub(super) fn read_source(
                 continue;
             };
             // Without a known scheme the value cannot be checked, only its presence.
-            if let Some(scheme) = scheme {
-                match scheme.parse_secret(&value) {
+            if let Some(auth) = auth
+                && (scheme != Some(Scheme::Hmac) || auth.recipe.is_some())
+            {
+                match auth.parse_secret(&value) {
                     Ok(key) => secret_keys.push(key),
                     Err(why) => keys.problem("secrets_env", format!("the secret in {var}: {why}")),
                 }
@@ -152,6 +169,7 @@ pub(super) fn read_source(
             name,
             preset,
             scheme,
+            recipe,
             secrets_env,
             keys: secret_keys,
             tolerance_secs,
@@ -160,6 +178,49 @@ pub(super) fn read_source(
             forward,
         }),
         _ => None,
+    }
+}
+
+/// `scheme = "hmac"`'s recipe, each problem named by its key; a recipe key beside another
+/// scheme is a problem too (it would be ignored).
+fn read_recipe(keys: &mut Keys<'_>, scheme: Option<Scheme>, public_url: bool) -> Option<Recipe> {
+    if scheme != Some(Scheme::Hmac) {
+        for key in RECIPE_KEYS {
+            if keys.has(key) && scheme.is_some() {
+                keys.problem(key, "is a recipe key: it applies only with scheme = \"hmac\"");
+            }
+        }
+        return None;
+    }
+    let signed = keys.strings("signed");
+    let refused_signed = keys.has_refused("signed");
+    let read = Recipe::read(|key| keys.string(key), signed);
+    let problems = match read {
+        Ok(recipe) => {
+            let problems = recipe.check(public_url);
+            if problems.is_empty() {
+                return Some(recipe);
+            }
+            problems
+        }
+        Err(problems) => problems,
+    };
+    for (key, why) in problems {
+        // A `signed` of the wrong type was already named.
+        if !(key == "signed" && refused_signed) {
+            keys.problem(key, why);
+        }
+    }
+    None
+}
+
+impl Source {
+    /// How the source authenticates: its scheme, with its recipe.
+    pub fn auth(&self) -> Auth<'_> {
+        Auth {
+            scheme: self.scheme,
+            recipe: self.recipe.as_ref(),
+        }
     }
 }
 

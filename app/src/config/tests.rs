@@ -5,7 +5,7 @@ use crate::envelope::{Field, FieldRef, Mapping, Mode};
 use crate::providers::{ALL_PRESETS, Preset};
 use crate::schemes::Scheme;
 
-fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+pub(super) fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
     let vars: Vec<(String, String)> = vars
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -15,7 +15,7 @@ fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
 }
 
 /// The only problem of a file that must have exactly one.
-fn problem(text: &str, vars: &[(&str, &str)]) -> ConfigError {
+pub(super) fn problem(text: &str, vars: &[(&str, &str)]) -> ConfigError {
     let ConfigErrors(mut problems) = parse(text, vars).expect_err("a problem");
     assert_eq!(problems.len(), 1, "{problems:#?}");
     problems.remove(0)

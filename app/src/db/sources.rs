@@ -211,7 +211,7 @@ fn summary(source: &Source, activity: Activity, received_24h: i64) -> SourceSumm
         path: format!("/hooks/{}", crate::url::urlencode(&source.name)),
         preset: source.preset.map(|p| p.name().to_string()),
         scheme: source.scheme.name().to_string(),
-        scheme_words: source.scheme.describe(source.tolerance_secs),
+        scheme_words: source.auth().describe(source.tolerance_secs),
         mode: source.mapping.mode.name().to_string(),
         forward: source.forward.clone(),
         rate_limit_per_sec: source.rate_limit_per_sec,

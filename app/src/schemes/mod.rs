@@ -13,6 +13,7 @@
 //! Here: [`Scheme`] and [`SecretKey`]. Why a request fails: [`AuthError`] (`error.rs`). What
 //! the scheme files share (headers, timestamps, HMAC, constant-time matching): `shared.rs`.
 
+mod auth;
 mod error;
 mod shared;
 
@@ -25,7 +26,9 @@ mod slack;
 mod standard_webhooks;
 mod stripe;
 
+pub use auth::Auth;
 pub use error::AuthError;
+pub use recipe::{Recipe, Request};
 
 use std::fmt;
 
@@ -42,9 +45,13 @@ pub enum Scheme {
     Shopify,
     Slack,
     HmacSha256,
+    /// A recipe of the source's own keys (`recipe.rs`): everything it does is the recipe's, so
+    /// it is used through [`Auth`], never alone, and is not among [`Scheme::all`].
+    Hmac,
     None,
 }
 
+/// The schemes written as code, whose every property is known without a source.
 const ALL_SCHEMES: [Scheme; 8] = [
     Scheme::StandardWebhooks,
     Scheme::Stripe,
@@ -59,7 +66,10 @@ const ALL_SCHEMES: [Scheme; 8] = [
 impl Scheme {
     /// The scheme a config file names, e.g. `"standard-webhooks"`; `None` for an unknown name.
     pub fn from_name(name: &str) -> Option<Scheme> {
-        ALL_SCHEMES.into_iter().find(|scheme| scheme.name() == name)
+        ALL_SCHEMES
+            .into_iter()
+            .chain([Scheme::Hmac])
+            .find(|scheme| scheme.name() == name)
     }
 
     /// The name used in config files, the inverse of [`Scheme::from_name`].
@@ -72,6 +82,7 @@ impl Scheme {
             Scheme::Shopify => "shopify",
             Scheme::Slack => "slack",
             Scheme::HmacSha256 => "hmac-sha256",
+            Scheme::Hmac => "hmac",
             Scheme::None => "none",
         }
     }
@@ -93,7 +104,8 @@ impl Scheme {
             Scheme::Shopify => &["x-shopify-hmac-sha256"],
             Scheme::Slack => &["x-slack-signature"],
             Scheme::HmacSha256 => &["x-hookbox-signature"],
-            Scheme::None => &[],
+            // The source's recipe names it ([`Auth::signature_headers`]).
+            Scheme::Hmac | Scheme::None => &[],
         }
     }
 
@@ -105,7 +117,7 @@ impl Scheme {
             | Scheme::Paddle
             | Scheme::Slack
             | Scheme::HmacSha256 => true,
-            Scheme::Github | Scheme::Shopify | Scheme::None => false,
+            Scheme::Github | Scheme::Shopify | Scheme::Hmac | Scheme::None => false,
         }
     }
 
@@ -156,6 +168,7 @@ impl Scheme {
                 "HMAC-SHA256 of the timestamp and body, hex, in X-Hookbox-Signature (t=…,v1=…){}",
                 within()
             ),
+            Scheme::Hmac => "a recipe of the source's own keys".to_string(),
             Scheme::None => {
                 "none: unsigned requests are accepted (local development only)".to_string()
             }
@@ -178,7 +191,8 @@ impl Scheme {
             | Scheme::Paddle
             | Scheme::Shopify
             | Scheme::Slack
-            | Scheme::HmacSha256 => raw_secret(secret),
+            | Scheme::HmacSha256
+            | Scheme::Hmac => raw_secret(secret),
         }
     }
 
@@ -206,6 +220,8 @@ impl Scheme {
             Scheme::Shopify => shopify::verify(headers, body, keys),
             Scheme::Slack => slack::verify(headers, body, keys, tolerance_secs, now),
             Scheme::HmacSha256 => hmac_sha256::verify(headers, body, keys, tolerance_secs, now),
+            // Only with its recipe ([`Auth::verify`]): alone it verifies nothing.
+            Scheme::Hmac => Err(AuthError::Malformed("the source has no recipe")),
             Scheme::None => Ok(()),
         }
     }
@@ -230,7 +246,7 @@ impl Scheme {
             Scheme::Shopify => shopify::sign(key, body),
             Scheme::Slack => slack::sign(key, body, now),
             Scheme::HmacSha256 => hmac_sha256::sign(key, body, now),
-            Scheme::None => Vec::new(),
+            Scheme::Hmac | Scheme::None => Vec::new(),
         }
     }
 }

@@ -27,7 +27,7 @@ use app::providers;
 use archived::archived_headers;
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{ConnectInfo, Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use body::{declared_length, read_body};
@@ -42,15 +42,28 @@ pub async fn receive(
     Path(source_name): Path<String>,
     request_id: RequestId,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    match ingest_request(&state, &source_name, request_id.clone(), &headers, body).await {
+    let sent = Sent {
+        headers: &headers,
+        query: query.as_deref(),
+    };
+    match ingest_request(&state, &source_name, request_id.clone(), sent, body).await {
         Ok(response) => response,
         Err(refusal) => refusal
             .count_and_log(&state, &source_name, &request_id, peer, &headers)
             .into_response(),
     }
+}
+
+/// What of the request besides its body a signature may cover.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    headers: &'a HeaderMap,
+    /// The query string as received, without its `?`.
+    query: Option<&'a str>,
 }
 
 /// The request's steps, in order: the source, the body within limits, authentication, the
@@ -59,14 +72,15 @@ async fn ingest_request(
     state: &AppState,
     source_name: &str,
     request_id: RequestId,
-    headers: &HeaderMap,
+    sent: Sent<'_>,
     body: Body,
 ) -> Result<Response, Refusal> {
+    let headers = sent.headers;
     let declared = declared_length(headers);
     let source = configured_source(state, source_name, declared)?;
     let body = read_within_limits(state, body, declared, headers).await?;
     let now = Utc::now();
-    authenticate(source, headers, &body, now)?;
+    authenticate(state, source, sent, &body, now)?;
     within_rate_limit(state, source, &body)?;
     if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
         tracing::info!(source = %source.name, "provider handshake answered (not archived)");
@@ -119,14 +133,25 @@ async fn read_within_limits(
 
 /// Checks the source's scheme over the raw bytes; a failure is a 401 that tells nothing more.
 fn authenticate(
+    state: &AppState,
     source: &Source,
-    headers: &HeaderMap,
+    sent: Sent<'_>,
     body: &Bytes,
     now: DateTime<Utc>,
 ) -> Result<(), Refusal> {
-    let Err(why) = source.scheme.verify(
-        headers,
+    // The URL the sender signed: behind a proxy only the configured origin knows it.
+    let url = state.config.server.public_url.as_ref().map(|origin| {
+        let query = sent.query.map(|q| format!("?{q}")).unwrap_or_default();
+        format!("{origin}/hooks/{}{query}", source.name)
+    });
+    let request = app::schemes::Request {
+        method: "POST",
+        url: url.as_deref(),
+        headers: sent.headers,
         body,
+    };
+    let Err(why) = source.auth().verify(
+        &request,
         &source.keys,
         source.tolerance_secs,
         now.timestamp(),
@@ -251,7 +276,7 @@ fn received<'a>(
         replay_of: None,
         replayed_by: None,
         signed_body_digest: source
-            .scheme
+            .auth()
             .signs_body_only()
             .then(|| ingest::body_digest(body)),
         forward_to: &source.forward,

@@ -118,9 +118,9 @@ mod tests {
             refused.contains("you already have 8 requests in progress"),
             "{refused}"
         );
-        let first = places.pop().unwrap().turn().await;
-        let second = places.pop().unwrap().turn().await;
-        let third = places.pop().unwrap();
+        let first = places.pop().expect("eight places").turn().await;
+        let second = places.pop().expect("eight places").turn().await;
+        let third = places.pop().expect("eight places");
         let waiting = tokio::spawn(third.turn());
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "the third waits for a turn");

@@ -334,7 +334,10 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         max < Duration::from_secs(5),
         "a delivery waited {max:?} for its answer during the flood"
     );
-    let server_errors = server_errors.lock().unwrap_or_else(|e| e.into_inner());
+    let server_errors = server_errors
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     assert!(
         server_errors.is_empty(),
         "{} dashboard reads answered 5xx or not at all, first {:?}",

@@ -39,7 +39,7 @@ async fn hookbox_send_is_accepted_by_every_preset() {
     for p in ALL_PROVIDERS {
         let d = (p.delivery)("5");
         let source = config.source(p.source).expect("declared");
-        let sent = server::send::delivery_headers(source, d.body.as_bytes(), &[], now());
+        let sent = server::send::delivery_headers(source, d.body.as_bytes(), &[], None, now());
 
         let answer = app
             .post(p.source, &as_pairs(&sent), d.body.clone().into_bytes())
@@ -78,12 +78,14 @@ async fn hookbox_send_headers_set_the_provider_ids() {
             header("X-GitHub-Delivery: 9a1d2c3e-0000-4000-8000-000000000001"),
             header("X-GitHub-Event: push"),
         ],
+        None,
         now(),
     );
     let svix_sent = server::send::delivery_headers(
         svix,
         body.as_bytes(),
         &[header("svix-id: msg_chosen")],
+        None,
         now(),
     );
     let github_answer = app

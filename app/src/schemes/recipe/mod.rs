@@ -221,155 +221,6 @@ pub struct Recipe {
     pub secret_prefix: String,
 }
 
-/// A source's recipe keys, besides `scheme = "hmac"` (and its `secrets_env`, `tolerance_secs`).
-pub const RECIPE_KEYS: &[&str] = &[
-    "algorithm",
-    "signature_header",
-    "signature_prefix",
-    "signature_separator",
-    "signature_encoding",
-    "signed",
-    "timestamp_header",
-    "timestamp_prefix",
-    "timestamp_unit",
-    "secret_encoding",
-    "secret_prefix",
-];
-
-impl Recipe {
-    /// Reads a recipe from a source's keys: `text` gives a key's string value, `signed` the
-    /// `signed` list. Every problem is named by its key; `algorithm`, `signature_header` and
-    /// `signed` are required, the rest default to no prefix, one signature, hex, no timestamp,
-    /// seconds, UTF-8.
-    pub fn read(
-        text: impl Fn(&'static str) -> Option<String>,
-        signed: Option<Vec<String>>,
-    ) -> Result<Recipe, Vec<RecipeProblem>> {
-        let mut problems: Vec<RecipeProblem> = Vec::new();
-        let algorithm = value(
-            &mut problems,
-            "algorithm",
-            text("algorithm"),
-            Algorithm::parse,
-        );
-        let signature_header = value(
-            &mut problems,
-            "signature_header",
-            text("signature_header"),
-            header_name,
-        );
-        let signature_encoding = value(
-            &mut problems,
-            "signature_encoding",
-            text("signature_encoding"),
-            Encoding::parse,
-        );
-        let signature_separator = value(
-            &mut problems,
-            "signature_separator",
-            text("signature_separator"),
-            |v| {
-                let mut chars = v.chars();
-                match (chars.next(), chars.next()) {
-                    (Some(c), None) => Ok(c),
-                    _ => Err(format!("{v:?} is not one character")),
-                }
-            },
-        );
-        let timestamp_header = value(
-            &mut problems,
-            "timestamp_header",
-            text("timestamp_header"),
-            header_name,
-        );
-        let timestamp_prefix = text("timestamp_prefix");
-        let unit = value(
-            &mut problems,
-            "timestamp_unit",
-            text("timestamp_unit"),
-            TimeUnit::parse,
-        );
-        let secret_encoding = value(
-            &mut problems,
-            "secret_encoding",
-            text("secret_encoding"),
-            SecretEncoding::parse,
-        );
-        let signed = match signed {
-            Some(list) if list.is_empty() => {
-                problems.push(("signed", "is empty".into()));
-                None
-            }
-            Some(list) => list
-                .iter()
-                .map(|part| Part::parse(part))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| problems.push(("signed", e)))
-                .ok(),
-            None => None,
-        };
-        for (key, absent) in [
-            ("algorithm", matches!(algorithm, Some(None))),
-            ("signature_header", matches!(signature_header, Some(None))),
-            (
-                "signed",
-                signed.is_none() && !problems.iter().any(|(k, _)| *k == "signed"),
-            ),
-        ] {
-            if absent {
-                problems.push((key, "is required with scheme = \"hmac\"".into()));
-            }
-        }
-        let timestamp_header = timestamp_header.flatten();
-        if timestamp_header.is_some() && timestamp_prefix.is_some() {
-            problems.push((
-                "timestamp_prefix",
-                "and timestamp_header both say where the timestamp is: keep one".into(),
-            ));
-        }
-        let unit = unit.flatten().unwrap_or(TimeUnit::Seconds);
-        let timestamp = match (timestamp_header, timestamp_prefix) {
-            (Some(name), _) => Some((TimestampAt::Header(name), unit)),
-            (None, Some(label)) => Some((TimestampAt::Entry(label), unit)),
-            (None, None) => None,
-        };
-        match (algorithm.flatten(), signature_header.flatten(), signed) {
-            (Some(algorithm), Some(signature_header), Some(signed)) if problems.is_empty() => {
-                Ok(Recipe {
-                    algorithm,
-                    signature_header,
-                    signature_separator: signature_separator.flatten(),
-                    signature_prefix: text("signature_prefix").unwrap_or_default(),
-                    signature_encoding: signature_encoding.flatten().unwrap_or(Encoding::Hex),
-                    signed,
-                    timestamp,
-                    secret_encoding: secret_encoding.flatten().unwrap_or(SecretEncoding::Utf8),
-                    secret_prefix: text("secret_prefix").unwrap_or_default(),
-                })
-            }
-            _ => Err(problems),
-        }
-    }
-}
-
-/// A key's value read by `parse`: `Some(None)` when absent, `None` when refused (the problem
-/// recorded under `key`).
-fn value<T>(
-    problems: &mut Vec<RecipeProblem>,
-    key: &'static str,
-    text: Option<String>,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Option<Option<T>> {
-    match text.map(|text| parse(&text)) {
-        None => Some(None),
-        Some(Ok(value)) => Some(Some(value)),
-        Some(Err(why)) => {
-            problems.push((key, why));
-            None
-        }
-    }
-}
-
 /// A request as a recipe reads it.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
@@ -447,6 +298,16 @@ impl Recipe {
             return Err("secret decodes to no bytes".into());
         }
         Ok(SecretKey(key))
+    }
+
+    /// Whether nothing but the body varies in what is signed (no timestamp, no header; the
+    /// URL, method and literals are the same for every delivery): a captured request verifies
+    /// again under any delivery id (see `ingest::Received::signed_body_digest`).
+    pub fn signs_body_only(&self) -> bool {
+        !self
+            .signed
+            .iter()
+            .any(|part| matches!(part, Part::Timestamp | Part::Header(_)))
     }
 
     /// Whether a timestamp is signed: whether `tolerance_secs` means anything.
@@ -631,6 +492,9 @@ impl fmt::Display for Recipe {
     }
 }
 
+mod read;
+
+pub use read::RECIPE_KEYS;
+
 #[cfg(test)]
-#[path = "recipe_tests.rs"]
 mod tests;

@@ -1,0 +1,201 @@
+//! `scheme = "hmac"`: a recipe is read from the source's keys, and every problem of one stops
+//! start-up naming the source and the key.
+
+#![allow(clippy::unwrap_used)]
+
+use super::tests::{parse, problem};
+use super::*;
+use crate::schemes::recipe::{Algorithm, Encoding, Part, TimeUnit, TimestampAt};
+use crate::schemes::{Recipe, Scheme};
+
+const LEMON: &str = r#"
+[[sources]]
+name = "lemon"
+scheme = "hmac"
+secrets_env = ["LEMON_SECRET", "LEMON_SECRET_OLD"]
+algorithm = "sha256"
+signature_header = "X-Signature"
+signed = ["body"]
+"#;
+
+/// Every problem of `text` as (source, key, message).
+fn problems(text: &str, vars: &[(&str, &str)]) -> Vec<(String, String, String)> {
+    let ConfigErrors(problems) = parse(text, vars).expect_err("problems");
+    problems
+        .into_iter()
+        .map(|p| {
+            (
+                p.source_name.unwrap_or_default(),
+                p.key.unwrap_or_default(),
+                p.message,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_recipe_is_read_with_its_defaults() {
+    let config = parse(
+        LEMON,
+        &[("LEMON_SECRET", "one"), ("LEMON_SECRET_OLD", "two")],
+    )
+    .unwrap();
+    let lemon = config.source("lemon").unwrap();
+    assert_eq!(lemon.scheme, Scheme::Hmac);
+    assert_eq!(
+        lemon.recipe,
+        Some(Recipe {
+            algorithm: Algorithm::Sha256,
+            signature_header: "x-signature".into(),
+            signature_separator: None,
+            signature_prefix: String::new(),
+            signature_encoding: Encoding::Hex,
+            signed: vec![Part::Body],
+            timestamp: None,
+            secret_encoding: crate::schemes::recipe::SecretEncoding::Utf8,
+            secret_prefix: String::new(),
+        })
+    );
+    assert_eq!(lemon.keys.len(), 2);
+    assert_eq!(
+        lemon.auth().describe(lemon.tolerance_secs),
+        "HMAC-SHA256 of the body, hex, in x-signature; no timestamp is signed, so a captured request stays valid"
+    );
+    assert_eq!(lemon.auth().signature_headers(), ["x-signature"]);
+    assert!(lemon.auth().signs_body_only());
+
+    let stamped = parse(
+        r#"
+[server]
+public_url = "https://hooks.example.com/"
+
+[[sources]]
+name = "hub"
+scheme = "hmac"
+secrets_env = ["HUB"]
+algorithm = "sha512"
+signature_header = "X-Sig"
+signature_separator = ","
+signature_prefix = "v1="
+signature_encoding = "base64"
+timestamp_prefix = "t="
+timestamp_unit = "ms"
+signed = ["method", "url", "timestamp", "literal:.", "header:X-Id", "body"]
+secret_encoding = "base64"
+secret_prefix = "whsec_"
+tolerance_secs = 60
+"#,
+        &[("HUB", "whsec_c2VjcmV0")],
+    )
+    .unwrap();
+    assert_eq!(
+        stamped.server.public_url.as_deref(),
+        Some("https://hooks.example.com")
+    );
+    let hub = stamped.source("hub").unwrap();
+    let recipe = hub.recipe.as_ref().unwrap();
+    assert_eq!(
+        recipe.timestamp,
+        Some((TimestampAt::Entry("t=".into()), TimeUnit::Milliseconds))
+    );
+    assert_eq!(recipe.signature_separator, Some(','));
+    assert_eq!(recipe.signed[4], Part::Header("x-id".into()));
+    assert!(hub.auth().has_timestamp());
+    assert!(!hub.auth().signs_body_only());
+    assert_eq!(
+        hub.auth().describe(60),
+        "HMAC-SHA512 of the method + the URL + the timestamp + \".\" + x-id + the body, base64, in x-sig after \"v1=\"; the timestamp as \"t=\", its timestamp within 1 minute of hookbox's clock"
+    );
+}
+
+#[test]
+fn a_bad_recipe_stops_start_up_naming_the_source_and_each_key() {
+    let text = r#"
+[[sources]]
+name = "lemon"
+scheme = "hmac"
+secrets_env = ["LEMON_SECRET"]
+algorithm = "md5"
+signature_header = "X-Signature"
+signed = ["url", "timestamp"]
+secret_encoding = "hex"
+"#;
+    let found = problems(text, &[("LEMON_SECRET", "not hex")]);
+    let keys: Vec<(&str, &str)> = found
+        .iter()
+        .map(|(source, key, _)| (source.as_str(), key.as_str()))
+        .collect();
+    assert_eq!(keys, [("lemon", "algorithm")], "{found:#?}");
+    assert_eq!(
+        found[0].2,
+        "unknown algorithm \"md5\": sha1, sha256 or sha512"
+    );
+
+    // With a known algorithm, the rules between keys and the secret are checked.
+    let text = text.replace("\"md5\"", "\"sha256\"");
+    let found = problems(&text, &[("LEMON_SECRET", "not hex")]);
+    let messages: Vec<String> = found
+        .iter()
+        .map(|(source, key, message)| format!("{source}: {key}: {message}"))
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "lemon: signed: does not contain \"body\": the signature would not cover what is delivered",
+            "lemon: signed: contains \"timestamp\" but no timestamp_header or timestamp_prefix says where it is",
+            "lemon: signed: contains \"url\" but [server] public_url is not set: the URL the sender signs cannot be known behind a proxy",
+        ],
+        "{found:#?}"
+    );
+    let fixed = text.replace("[\"url\", \"timestamp\"]", "[\"body\"]");
+    let e = problem(&fixed, &[("LEMON_SECRET", "not hex")]);
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source lemon: secrets_env: the secret in LEMON_SECRET: secret is not hex"
+    );
+    assert!(
+        !e.to_string().contains("not hex\""),
+        "the secret is never echoed"
+    );
+
+    // A recipe key beside another scheme would be ignored: it is named.
+    let e = problem(
+        "[[sources]]\nname = \"shop\"\nscheme = \"stripe\"\nsecrets_env = [\"S\"]\nalgorithm = \"sha1\"\n",
+        &[("S", "s3cret")],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source shop: algorithm: is a recipe key: it applies only with scheme = \"hmac\""
+    );
+    // The required keys.
+    let found = problems(
+        "[[sources]]\nname = \"bare\"\nscheme = \"hmac\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "s3cret")],
+    );
+    let keys: Vec<&str> = found.iter().map(|(_, key, _)| key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["algorithm", "signature_header", "signed"],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn public_url_is_an_origin() {
+    for (url, wrong) in [
+        ("hooks.example.com", "is not a URL"),
+        ("ftp://hooks.example.com", "is not an http or https URL"),
+        (
+            "https://hooks.example.com/hooks",
+            "has a path, query or fragment",
+        ),
+        (
+            "https://hooks.example.com/?a=1",
+            "has a path, query or fragment",
+        ),
+    ] {
+        let e = problem(&format!("[server]\npublic_url = \"{url}\"\n"), &[]);
+        assert_eq!(e.key.as_deref(), Some("server.public_url"), "{url}");
+        assert!(e.message.contains(wrong), "{url}: {}", e.message);
+    }
+}

@@ -1,0 +1,92 @@
+//! [`Auth`]: how one source authenticates, its scheme with what the scheme needs of the source
+//! (a recipe for `hmac`). Everything that checks, signs or describes a source's requests goes
+//! through it, so a scheme that reads settings of its source is handled in one place.
+
+use http::HeaderName;
+
+use super::recipe::{Recipe, Request};
+use super::{AuthError, Scheme, SecretKey};
+
+/// A source's scheme and, for [`Scheme::Hmac`], its recipe.
+#[derive(Debug, Clone, Copy)]
+pub struct Auth<'a> {
+    pub scheme: Scheme,
+    pub recipe: Option<&'a Recipe>,
+}
+
+impl Auth<'_> {
+    /// The headers the signature is read from (lower case).
+    pub fn signature_headers(&self) -> Vec<&str> {
+        match self.recipe {
+            Some(recipe) => vec![recipe.signature_header.as_str()],
+            None => self.scheme.signature_headers().to_vec(),
+        }
+    }
+
+    /// Whether the signature covers a timestamp, i.e. whether `tolerance_secs` means anything.
+    pub fn has_timestamp(&self) -> bool {
+        match self.recipe {
+            Some(recipe) => recipe.has_timestamp(),
+            None => self.scheme.has_timestamp(),
+        }
+    }
+
+    /// Whether the signature covers the body alone (see [`Scheme::signs_body_only`]).
+    pub fn signs_body_only(&self) -> bool {
+        match self.recipe {
+            Some(recipe) => recipe.signs_body_only(),
+            None => self.scheme.signs_body_only(),
+        }
+    }
+
+    /// What is checked, in words (the sources page, `check-config`).
+    pub fn describe(&self, tolerance_secs: u64) -> String {
+        match self.recipe {
+            Some(recipe) if recipe.has_timestamp() => format!(
+                "{recipe}, its timestamp within {} of hookbox's clock",
+                super::span(tolerance_secs)
+            ),
+            Some(recipe) => format!("{recipe}; no timestamp is signed, so a captured request stays valid"),
+            None => self.scheme.describe(tolerance_secs),
+        }
+    }
+
+    /// The key bytes of a configured secret (see [`Scheme::parse_secret`]).
+    pub fn parse_secret(&self, secret: &str) -> Result<SecretKey, String> {
+        match self.recipe {
+            Some(recipe) => recipe.parse_secret(secret),
+            None => self.scheme.parse_secret(secret),
+        }
+    }
+
+    /// Verifies `request` against every key at `now` (see [`Scheme::verify`]).
+    pub fn verify(
+        &self,
+        request: &Request<'_>,
+        keys: &[SecretKey],
+        tolerance_secs: u64,
+        now: i64,
+    ) -> Result<(), AuthError> {
+        match self.recipe {
+            Some(recipe) => recipe.verify(request, keys, tolerance_secs, now),
+            None => {
+                self.scheme
+                    .verify(request.headers, request.body, keys, tolerance_secs, now)
+            }
+        }
+    }
+
+    /// The headers a real sender would send for `request` at `now` (see [`Scheme::sign`]).
+    pub fn sign(
+        &self,
+        key: &SecretKey,
+        msg_id: &str,
+        request: &Request<'_>,
+        now: i64,
+    ) -> Vec<(HeaderName, String)> {
+        match self.recipe {
+            Some(recipe) => recipe.sign(key, request, now),
+            None => self.scheme.sign(key, msg_id, request.body, now),
+        }
+    }
+}
