@@ -74,7 +74,7 @@ pub fn BarChart(
     columns: Vec<Column>,
     layout: Layout,
     unit: &'static str,
-    #[prop(optional)] max: Option<f64>,
+    #[prop(optional_no_strip)] max: Option<f64>,
     /// (CSS class, hatched, text) of each kind of segment.
     legend: Vec<(&'static str, bool, String)>,
 ) -> impl IntoView {
@@ -287,95 +287,138 @@ fn latency_words(b: &AttemptBar) -> String {
     }
 }
 
+/// One chart of a destination's attempts by hour: its heading, its element id, what it shows
+/// (the start of its title and of its description), each hour in words and as segments, and
+/// its axis and legend.
+struct HourlyFigure {
+    heading: &'static str,
+    id: &'static str,
+    title: &'static str,
+    shows: &'static str,
+    words: fn(&AttemptBar) -> String,
+    segments: fn(&AttemptBar) -> Vec<Segment>,
+    layout: Layout,
+    unit: &'static str,
+    max: Option<f64>,
+    /// (CSS class, hatched, text) of each kind of segment.
+    legend: [(&'static str, bool, &'static str); 2],
+}
+
+/// The share answered 2xx; the rest red and hatched.
+const SUCCESS: HourlyFigure = HourlyFigure {
+    heading: "Success rate by hour",
+    id: "success-hours",
+    title: "Attempts answered 2xx",
+    shows: "Share of attempts answered 2xx",
+    words: success_words,
+    segments: |b| {
+        let ok = b.success_percent();
+        vec![
+            Segment {
+                value: ok.unwrap_or(0.0),
+                class: "bar-processed",
+                hatched: false,
+            },
+            Segment {
+                value: ok.map_or(0.0, |p| 100.0 - p),
+                class: "bar-failed",
+                hatched: true,
+            },
+        ]
+    },
+    layout: Layout::Stacked,
+    unit: " %",
+    max: Some(100.0),
+    legend: [
+        ("processed", false, "answered 2xx"),
+        ("failed", true, "failed"),
+    ],
+};
+
+/// The median and the 95th percentile of the durations, p95 behind p50.
+const LATENCY: HourlyFigure = HourlyFigure {
+    heading: "Latency by hour",
+    id: "latency-hours",
+    title: "Attempt durations",
+    shows: "Median (p50) and 95th percentile (p95) of attempt durations",
+    words: latency_words,
+    segments: |b| {
+        vec![
+            Segment {
+                value: b.p95_ms.unwrap_or(0) as f64,
+                class: "bar-p95",
+                hatched: false,
+            },
+            Segment {
+                value: b.p50_ms.unwrap_or(0) as f64,
+                class: "bar-p50",
+                hatched: false,
+            },
+        ]
+    },
+    layout: Layout::Overlaid,
+    unit: " ms",
+    max: None,
+    legend: [
+        ("p50", false, "median (p50)"),
+        ("p95", false, "95th percentile (p95)"),
+    ],
+};
+
+/// `figure` of the hours of `series`, under its heading; every third hour labelled.
+#[component]
+fn HourlyPanel(figure: HourlyFigure, series: DestinationSeries) -> impl IntoView {
+    let hours = &series.hours;
+    let labels: Vec<String> = hours.iter().map(|b| b.label.clone()).collect();
+    let title_of =
+        |i: usize, b: &AttemptBar| format!("{}: {}", period(&labels, i, true), (figure.words)(b));
+    let busy: Vec<String> = hours
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.attempts > 0)
+        .map(|(i, b)| title_of(i, b))
+        .collect();
+    let said = if busy.is_empty() {
+        "No attempts in the last 24 hours.".to_string()
+    } else {
+        format!("{}; no attempts in the other hours.", busy.join("; "))
+    };
+    let columns = hours
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Column {
+            tick: i.is_multiple_of(3).then(|| labels[i].clone()),
+            title: title_of(i, b),
+            segments: (figure.segments)(b),
+        })
+        .collect();
+    let zone = &series.zone;
+    view! {
+        <div>
+            <h3>{figure.heading}</h3>
+            <BarChart id=figure.id title=format!("{} by hour over the last 24 hours ({zone})", figure.title)
+                description=format!("{} by hour, times in {zone}. {said}", figure.shows)
+                columns layout=figure.layout unit=figure.unit max=figure.max
+                legend=figure.legend.map(|(class, hatched, text)| (class, hatched, text.to_string())).to_vec()/>
+        </div>
+    }
+}
+
 /// A destination's attempts by hour over 24 hours, in the viewer's zone: the share answered 2xx
 /// (the rest red and hatched) and the median and 95th percentile of their durations.
 #[component]
 pub fn AttemptCharts(series: DestinationSeries) -> impl IntoView {
-    let labels: Vec<String> = series.hours.iter().map(|b| b.label.clone()).collect();
-    let tick = |i: usize| i.is_multiple_of(3).then(|| labels[i].clone());
-    let said = |words: fn(&AttemptBar) -> String| {
-        let busy: Vec<String> = series
-            .hours
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.attempts > 0)
-            .map(|(i, b)| format!("{}: {}", period(&labels, i, true), words(b)))
-            .collect();
-        if busy.is_empty() {
-            "No attempts in the last 24 hours.".to_string()
-        } else {
-            format!("{}; no attempts in the other hours.", busy.join("; "))
-        }
-    };
-    let success = series
-        .hours
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let ok = b.success_percent();
-            Column {
-                tick: tick(i),
-                title: format!("{}: {}", period(&labels, i, true), success_words(b)),
-                segments: vec![
-                    Segment {
-                        value: ok.unwrap_or(0.0),
-                        class: "bar-processed",
-                        hatched: false,
-                    },
-                    Segment {
-                        value: ok.map_or(0.0, |p| 100.0 - p),
-                        class: "bar-failed",
-                        hatched: true,
-                    },
-                ],
-            }
-        })
-        .collect();
-    let latency = series
-        .hours
-        .iter()
-        .enumerate()
-        .map(|(i, b)| Column {
-            tick: tick(i),
-            title: format!("{}: {}", period(&labels, i, true), latency_words(b)),
-            segments: vec![
-                Segment {
-                    value: b.p95_ms.unwrap_or(0) as f64,
-                    class: "bar-p95",
-                    hatched: false,
-                },
-                Segment {
-                    value: b.p50_ms.unwrap_or(0) as f64,
-                    class: "bar-p50",
-                    hatched: false,
-                },
-            ],
-        })
-        .collect();
-    let partial = series.partial_since.map(|since| {
+    let partial = series.partial_since.clone().map(|since| {
         let at = since.get(11..16).unwrap_or(&since).to_string();
         view! {
             <p class="muted" data-testid="series-partial">"More attempts than one reading takes (10,000): the hours before "
                 {at} " are partial."</p>
         }
     });
-    let zone = series.zone.clone();
     view! {
         <div class="grid2" data-testid="destination-charts">
-            <div>
-                <h3>"Success rate by hour"</h3>
-                <BarChart id="success-hours" title=format!("Attempts answered 2xx by hour over the last 24 hours ({zone})")
-                    description=format!("Share of attempts answered 2xx by hour, times in {zone}. {}", said(success_words))
-                    columns=success layout=Layout::Stacked unit=" %" max=100.0
-                    legend=vec![("processed", false, "answered 2xx".to_string()), ("failed", true, "failed".to_string())]/>
-            </div>
-            <div>
-                <h3>"Latency by hour"</h3>
-                <BarChart id="latency-hours" title=format!("Attempt durations by hour over the last 24 hours ({zone})")
-                    description=format!("Median (p50) and 95th percentile (p95) of attempt durations by hour, times in {zone}. {}", said(latency_words))
-                    columns=latency layout=Layout::Overlaid unit=" ms"
-                    legend=vec![("p50", false, "median (p50)".to_string()), ("p95", false, "95th percentile (p95)".to_string())]/>
-            </div>
+            <HourlyPanel figure=SUCCESS series=series.clone()/>
+            <HourlyPanel figure=LATENCY series/>
         </div>
         {partial}
     }

@@ -13,7 +13,7 @@
 //!   (`Db::dashboard_writer`) where PostgreSQL gives the dashboard a pool of its own;
 //! - wake-ups: PostgreSQL has `LISTEN`/`NOTIFY` between processes; SQLite is one process, woken
 //!   in memory;
-//! - casts, byte lengths, lock clauses and JSON projections: the spellings below.
+//! - casts, byte lengths, lock clauses, JSON projections and Unix times: the spellings below.
 //!
 //! A backend branch anywhere else carries a comment saying why it cannot live here.
 
@@ -164,6 +164,16 @@ impl Dialect {
             Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
             Dialect::Sqlite => "",
         }
+    }
+
+    /// The start, in Unix seconds (a 64-bit integer), of the `seconds`-long period the stored
+    /// time `column` falls in: `period_start("received_at", 900)` is its quarter hour.
+    pub fn period_start(self, column: &str, seconds: i64) -> String {
+        let unix = match self {
+            Dialect::Postgres => format!("CAST(floor(extract(epoch FROM {column})) AS bigint)"),
+            Dialect::Sqlite => format!("CAST(strftime('%s', {column}) AS INTEGER)"),
+        };
+        format!("({unix} / {seconds}) * {seconds}")
     }
 }
 

@@ -8,10 +8,12 @@
 //! a sum of whole quarters. Ingest never writes to the rollup.
 
 use super::Db;
+use super::dialect::Dialect;
 use super::events::list_events;
 use super::filter::QueryError;
 use crate::model::{CountRow, EventFilter, Overview, Status, Volume, VolumeBar};
-use chrono::{DateTime, Duration, NaiveDate, TimeZone, Timelike, Utc};
+use crate::present::zone::{day_of, local_hour_start, local_midnight};
+use chrono::{DateTime, Duration, Utc};
 pub use chrono_tz::Tz;
 use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, Statement, TransactionTrait};
 
@@ -33,28 +35,7 @@ pub fn quarter_of(time: DateTime<Utc>) -> i64 {
 
 /// The start of the quarter (Unix seconds) an archive row's `received_at` falls in, in SQL.
 fn quarter_sql(backend: DatabaseBackend) -> String {
-    let seconds = match backend {
-        DatabaseBackend::Postgres => "CAST(floor(extract(epoch FROM received_at)) AS bigint)",
-        _ => "CAST(strftime('%s', received_at) AS INTEGER)",
-    };
-    format!("({seconds} / {QUARTER}) * {QUARTER}")
-}
-
-/// Local midnight at the start of `day` in `zone`, as a UTC time; where a clock change skips
-/// midnight, the day's first local time.
-pub fn local_midnight(zone: Tz, day: NaiveDate) -> DateTime<Utc> {
-    (0..24)
-        .filter_map(|hour| day.and_hms_opt(hour, 0, 0))
-        .find_map(|t| zone.from_local_datetime(&t).earliest())
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or_else(|| day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
-}
-
-/// The start of the local hour `now` is in (in `zone`).
-pub fn local_hour_start(zone: Tz, now: DateTime<Utc>) -> DateTime<Utc> {
-    let local = now.with_timezone(&zone);
-    now - Duration::seconds(i64::from(local.minute() * 60 + local.second()))
-        - Duration::nanoseconds(i64::from(local.nanosecond()))
+    Dialect::of(backend).period_start("received_at", QUARTER)
 }
 
 /// A period of the chart: its start, and its label in the viewer's zone.
@@ -74,7 +55,7 @@ pub fn periods(zone: Tz, now: DateTime<Utc>) -> (Vec<Period>, Vec<Period>) {
             )
         })
         .collect();
-    let today = now.with_timezone(&zone).date_naive();
+    let today = day_of(zone, now);
     let days = (0..7)
         .rev()
         .map(|i| {
@@ -416,26 +397,5 @@ mod tests {
         assert_eq!(hours[23].0.to_rfc3339(), "2026-12-03T09:30:00+00:00");
         assert_eq!(days[6].1, "Thu 3 Dec");
         assert_eq!(days[6].0.to_rfc3339(), "2026-12-02T18:30:00+00:00");
-    }
-
-    #[test]
-    fn a_day_that_a_clock_change_makes_23_hours_long_begins_at_local_midnight() {
-        let zone = chrono_tz::Europe::Berlin;
-        let spring = NaiveDate::from_ymd_opt(2026, 3, 29).expect("date");
-        assert_eq!(
-            local_midnight(zone, spring).to_rfc3339(),
-            "2026-03-28T23:00:00+00:00"
-        );
-        assert_eq!(
-            (local_midnight(zone, spring + Duration::days(1)) - local_midnight(zone, spring))
-                .num_hours(),
-            23
-        );
-        // Santiago's clocks skipped midnight in September 2022: the day began at 01:00.
-        let skipped = NaiveDate::from_ymd_opt(2022, 9, 11).expect("date");
-        assert_eq!(
-            local_midnight(chrono_tz::America::Santiago, skipped).to_rfc3339(),
-            "2022-09-11T04:00:00+00:00"
-        );
     }
 }

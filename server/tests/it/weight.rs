@@ -105,7 +105,7 @@ async fn answers_are_compressed_hashed_files_kept_for_good_and_exports_sent_as_r
         state.settings = Arc::new(settings);
     })
     .await;
-    let cookie = crate::sources::viewer_cookie(&app).await;
+    let cookie = signed_in(&app, "vera", app::model::Role::Viewer).await;
     for n in 1..=30 {
         app.send(
             "shop",

@@ -6,8 +6,8 @@
 //! a busy destination made more, the hours before the oldest one read are said to be partial.
 
 use super::super::Db;
-use super::super::overview::local_hour_start;
 use crate::model::{AttemptBar, DestinationSeries};
+use crate::present::zone::local_hour_start;
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};

@@ -306,7 +306,7 @@ async fn the_overview_counts_sender_deliveries_by_hour_and_day_in_the_viewers_zo
 both_backends!(the_overview_endpoint_draws_its_chart_in_the_zone_of_the_viewers_cookie);
 async fn the_overview_endpoint_draws_its_chart_in_the_zone_of_the_viewers_cookie(backend: Backend) {
     let app = spawn_app(backend).await;
-    let viewer = crate::resend::sign_in_as(&app, "vera", app::model::Role::Viewer).await;
+    let viewer = signed_in(&app, "vera", app::model::Role::Viewer).await;
     app.send("shop", &event("e1", "order-1", 1, "{}")).await;
     // A failure: revision 1 of order-1 again, under another event id.
     app.send("shop", &event("e2", "order-1", 1, "{}")).await;
@@ -323,7 +323,7 @@ async fn the_overview_endpoint_draws_its_chart_in_the_zone_of_the_viewers_cookie
         ),
         (viewer.clone(), "UTC", "+00:00"),
     ] {
-        let (status, body) = crate::resend::call(&app, &cookie, "overview", &[]).await;
+        let (status, body) = call(&app, &cookie, "overview", &[]).await;
         assert_eq!(status, reqwest::StatusCode::OK, "{body}");
         let overview = crate::resend::json(&body);
         let volume = &overview["volume"];

@@ -157,7 +157,7 @@ async fn a_viewer_reads_a_destinations_series_in_the_zone_of_the_cookie() {
         crate::resend::forwarding_app(Backend::Sqlite, "[60]").await;
     crate::resend::delivered(&app, "e1", "order-1", 1, 1).await;
     let cookie = format!("{viewer}; hookbox_tz=Europe%2FBerlin");
-    let (status, body) = crate::resend::call(
+    let (status, body) = call(
         &app,
         &cookie,
         "destination_series",
@@ -171,10 +171,8 @@ async fn a_viewer_reads_a_destinations_series_in_the_zone_of_the_cookie() {
     assert_eq!(hours.len(), 24);
     assert_eq!(hours[23]["attempts"], 1, "{series}");
     assert_eq!(hours[23]["succeeded"], 1);
-    let (status, _) =
-        crate::resend::call(&app, &cookie, "destination_series", &[("name", "nowhere")]).await;
+    let (status, _) = call(&app, &cookie, "destination_series", &[("name", "nowhere")]).await;
     assert_eq!(status, reqwest::StatusCode::NOT_FOUND);
-    let (status, _) =
-        crate::resend::call(&app, "", "destination_series", &[("name", "orders-app")]).await;
+    let (status, _) = call(&app, "", "destination_series", &[("name", "orders-app")]).await;
     assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
 }

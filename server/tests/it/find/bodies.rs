@@ -18,7 +18,7 @@ async fn a_value_in_a_body_finds_its_object_with_its_current_revision_and_newest
     backend: Backend,
 ) {
     let app = spawn_app(backend).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     let ana = r#"{"customer":{"email":"ana@example.com"},"order_number":777123}"#;
     applied(&app, "shop", "b1", "ord_555", 1, ana).await;
     applied(&app, "shop", "b2", "ord_555", 2, ana).await;
@@ -79,7 +79,7 @@ async fn a_value_in_a_body_finds_its_object_with_its_current_revision_and_newest
 both_backends!(an_empty_result_says_exactly_what_was_searched);
 async fn an_empty_result_says_exactly_what_was_searched(backend: Backend) {
     let app = spawn_app(backend).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     applied(&app, "shop", "c1", "ord_1", 1, r#"{"status":"new"}"#).await;
 
     let (status, html) = page(&app, &cookie, "/search?q=%2310231").await;

@@ -85,7 +85,7 @@ async fn sqlite_searches_the_newest_deliveries_and_says_when_there_were_more(bac
 both_backends!(what_is_typed_is_bounded_in_length_with_a_400_naming_q);
 async fn what_is_typed_is_bounded_in_length_with_a_400_naming_q(backend: Backend) {
     let app = spawn_app(backend).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     let long = "a".repeat(MAX_QUERY_BYTES + 1);
 
     let (status, body) = find(&app, &cookie, &long).await.unwrap_err();
@@ -116,8 +116,8 @@ async fn what_is_typed_is_bounded_in_length_with_a_400_naming_q(backend: Backend
 both_backends!(a_flood_of_searches_from_one_user_is_refused_with_429_not_queued);
 async fn a_flood_of_searches_from_one_user_is_refused_with_429_not_queued(backend: Backend) {
     let app = spawn_app(backend).await;
-    let sam = viewer(&app, "sam").await;
-    let tess = viewer(&app, "tess").await;
+    let sam = signed_in(&app, "sam", Role::Viewer).await;
+    let tess = signed_in(&app, "tess", Role::Viewer).await;
     applied(&app, "shop", "f1", "ord_10231", 1, "{}").await;
     // Sam's one body search is running (its place taken here, in the server's process).
     let running = begin_search_as("sam", "q").unwrap();
@@ -175,7 +175,7 @@ fn quick_config() -> app::config::Config {
 async fn a_search_past_its_deadline_answers_408_naming_q_on_postgres() {
     use sea_orm::sqlx::{Connection, Executor, PgConnection, Row};
     let app = spawn_app_with(Backend::Postgres, quick_config()).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     applied(&app, "shop", "d1", "ord_10231", 1, "{}").await;
     let url = app.test_db.as_ref().unwrap().url.clone();
     let mut holder = PgConnection::connect(&url).await.unwrap();
@@ -251,7 +251,7 @@ async fn a_search_past_its_deadline_is_stopped_on_sqlite() {
 both_backends!(a_result_shows_at_most_its_bound_of_objects_and_says_more_match);
 async fn a_result_shows_at_most_its_bound_of_objects_and_says_more_match(backend: Backend) {
     let app = spawn_app(backend).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     for i in 0..51 {
         applied(
             &app,

@@ -7,7 +7,7 @@ async fn object_and_event_ids_are_found_exactly_by_prefix_and_by_suffix_in_any_c
     backend: Backend,
 ) {
     let app = spawn_app(backend).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     applied(&app, "shop", "x1", "ord_10231", 1, r#"{"status":"new"}"#).await;
     applied(&app, "shop", "x2", "ord_10231", 2, r#"{"status":"paid"}"#).await;
     applied(&app, "shop", "x3", "ord_10230", 1, r#"{"status":"new"}"#).await;
@@ -102,7 +102,7 @@ async fn object_and_event_ids_are_found_exactly_by_prefix_and_by_suffix_in_any_c
 both_backends!(like_wildcards_in_what_was_typed_are_literal);
 async fn like_wildcards_in_what_was_typed_are_literal(backend: Backend) {
     let app = spawn_app(backend).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     for (i, object_id) in ["ord_1", "ordx1", "50%off", "500off", r"a\\b", "axb"]
         .iter()
         .enumerate()

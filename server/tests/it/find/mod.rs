@@ -20,50 +20,6 @@ mod bounds;
 mod ids;
 mod objects;
 
-const PASSWORD: &str = "a long enough password";
-
-/// A signed-in viewer's session cookie.
-async fn viewer(app: &TestApp, name: &str) -> String {
-    app::auth::add_user(&app.db, name, PASSWORD, Role::Viewer)
-        .await
-        .expect("add user");
-    let response = app
-        .client
-        .post(app.url("/api/login"))
-        .header("Accept", "application/json")
-        .form(&[("name", name), ("password", PASSWORD), ("next", "/")])
-        .send()
-        .await
-        .expect("login answers");
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .and_then(|v| v.split(';').next())
-        .map(str::to_string)
-        .expect("a session cookie")
-}
-
-/// Calls a server function with form arguments: (status, body).
-async fn call(
-    app: &TestApp,
-    cookie: &str,
-    endpoint: &str,
-    args: &[(&str, &str)],
-) -> (StatusCode, String) {
-    let response = app
-        .client
-        .post(app.url(&format!("/api/{endpoint}")))
-        .header("Cookie", cookie)
-        .form(args)
-        .send()
-        .await
-        .expect("server function answers");
-    (response.status(), response.text().await.unwrap_or_default())
-}
-
 /// What the `find` server function answers for `q`, or the refusal.
 async fn find(app: &TestApp, cookie: &str, q: &str) -> Result<Json, (StatusCode, String)> {
     let (status, body) = call(app, cookie, "find", &[("q", q)]).await;

@@ -8,7 +8,7 @@ async fn a_dedup_objects_page_lists_its_accepted_deliveries_and_never_says_never
     backend: Backend,
 ) {
     let app = spawn_app(backend).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     for (delivery, kind) in [("d-1", "issues"), ("d-2", "push"), ("d-3", "pull_request")] {
         assert_eq!(
             gh(&app, delivery, kind, Some("r-42")).await.outcome(),
@@ -77,7 +77,7 @@ async fn a_dedup_objects_page_lists_its_accepted_deliveries_and_never_says_never
 both_backends!(never_applied_is_said_only_of_a_snapshot_object_without_a_revision);
 async fn never_applied_is_said_only_of_a_snapshot_object_without_a_revision(backend: Backend) {
     let app = spawn_app(backend).await;
-    let cookie = viewer(&app, "sam").await;
+    let cookie = signed_in(&app, "sam", Role::Viewer).await;
     let failed = app
         .send(
             "shop",

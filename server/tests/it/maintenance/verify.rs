@@ -266,31 +266,6 @@ async fn a_repair_waits_for_a_delivery_holding_the_row_and_derives_from_what_it_
     );
 }
 
-/// Signs in a new viewer; returns the session cookie.
-async fn viewer_cookie(app: &TestApp) -> String {
-    let password = "a long enough password";
-    app::auth::add_user(&app.db, "vera", password, app::model::Role::Viewer)
-        .await
-        .expect("add user");
-    let login = app
-        .client
-        .post(app.url("/api/login"))
-        .header("Accept", "application/json")
-        .form(&[("name", "vera"), ("password", password), ("next", "/")])
-        .send()
-        .await
-        .expect("login answers");
-    login
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .and_then(|v| v.split(';').next())
-        .expect("a session cookie")
-        .to_string()
-}
-
 /// The overview page as a signed-in viewer sees it.
 async fn overview_html(app: &TestApp, cookie: &str) -> String {
     let page = app
@@ -308,7 +283,7 @@ async fn overview_html(app: &TestApp, cookie: &str) -> String {
 async fn the_overview_shows_the_last_invariant_check() {
     let app = spawn_app(Backend::Postgres).await;
     deliver(&app.db, &event("e1", "X", 1, "{}"), Utc::now(), None).await;
-    let cookie = viewer_cookie(&app).await;
+    let cookie = signed_in(&app, "vera", app::model::Role::Viewer).await;
     let before = overview_html(&app, &cookie).await;
     assert!(before.contains("data-testid=\"invariant-check\""));
     assert!(before.contains("never run"), "{before}");

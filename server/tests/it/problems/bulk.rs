@@ -23,8 +23,8 @@ async fn a_bulk_replay_skips_what_is_resolved_what_is_a_replay_and_what_would_fa
     assert_eq!(alone["outcome"], "applied");
     let filter = [("source", "crm")];
 
-    let (status, dry) = call(&fixed, &cookie, "bulk_replay", &filter).await;
-    let (wrong, refused) = call(
+    let (status, dry) = call_json(&fixed, &cookie, "bulk_replay", &filter).await;
+    let (wrong, refused) = call_json(
         &fixed,
         &cookie,
         "bulk_replay",
@@ -32,7 +32,7 @@ async fn a_bulk_replay_skips_what_is_resolved_what_is_a_replay_and_what_would_fa
     )
     .await;
     let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
-    let (done_status, done) = call(
+    let (done_status, done) = call_json(
         &fixed,
         &cookie,
         "bulk_replay",
@@ -90,7 +90,7 @@ async fn a_bulk_replay_skips_what_is_resolved_what_is_a_replay_and_what_would_fa
         "{detail}"
     );
     // Nothing is left to replay: the dry run offers no confirmation.
-    let (_, again) = call(&fixed, &cookie, "bulk_replay", &filter).await;
+    let (_, again) = call_json(&fixed, &cookie, "bulk_replay", &filter).await;
     assert_eq!(again["confirmation"], "", "{again}");
     assert_eq!(again["skipped"]["resolved"], 4, "{again}");
     let open = app::db::problems::open_counts(&app.db)

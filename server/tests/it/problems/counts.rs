@@ -20,7 +20,7 @@ async fn the_overview_and_the_metrics_count_open_problems_and_failures(backend: 
     let fixed = fixed(&app).await;
     let (_, resolved) = replay(&fixed, &cookie, failed[1], false).await;
     assert_eq!(resolved["outcome"], "applied");
-    let (status, _) = call(
+    let (status, _) = call_json(
         &fixed,
         &cookie,
         "problem_state",
@@ -34,7 +34,7 @@ async fn the_overview_and_the_metrics_count_open_problems_and_failures(backend: 
     .await;
     assert_eq!(status, StatusCode::OK);
 
-    let (status, overview) = call(&fixed, &cookie, "overview", &[]).await;
+    let (status, overview) = call_json(&fixed, &cookie, "overview", &[]).await;
     let metrics = fixed
         .client
         .get(fixed.url("/metrics"))

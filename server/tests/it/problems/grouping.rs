@@ -36,7 +36,7 @@ async fn forty_failures_of_one_cause_are_one_problem(backend: Backend) {
     assert_eq!(group["example_message"], MISSING);
     let (a, c) = (&app, &cookie);
     let received = |id: i64| async move {
-        let (_, row) = call(a, c, "event", &[("id", &id.to_string())]).await;
+        let (_, row) = call_json(a, c, "event", &[("id", &id.to_string())]).await;
         row["event"]["received_at"]
             .as_str()
             .expect("a time")
@@ -61,7 +61,7 @@ async fn forty_failures_of_one_cause_are_one_problem(backend: Backend) {
         40
     );
     // The group's failed list: these forty, open ones only.
-    let (_, listed) = call(
+    let (_, listed) = call_json(
         &app,
         &cookie,
         "events",

@@ -30,8 +30,6 @@ mod replay_guard;
 mod resolution;
 mod states;
 
-const PASSWORD: &str = "a long enough password";
-
 /// The test sources and `crm`, its snapshot mapped to `/data` (broken) or `/payload` (fixed).
 fn config(fixed: bool) -> app::config::Config {
     let field = if fixed { "/payload" } else { "/data" };
@@ -116,46 +114,14 @@ async fn resolved_by(app: &TestApp, id: i64) -> Option<i64> {
     .map(|id| id.parse().expect("an id"))
 }
 
-/// A signed-in user of `role` (added first): the session cookie.
-async fn signed_in(app: &TestApp, name: &str, role: Role) -> String {
-    app::auth::add_user(&app.db, name, PASSWORD, role)
-        .await
-        .expect("add user");
-    let response = app
-        .client
-        .post(app.url("/api/login"))
-        .header("Accept", "application/json")
-        .form(&[("name", name), ("password", PASSWORD), ("next", "/")])
-        .send()
-        .await
-        .expect("login answers");
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .map(|v| v.split(';').next().unwrap_or_default().to_string())
-        .expect("a session cookie")
-}
-
-/// Calls a server function with form arguments: the status and the answer (JSON, or its text).
-async fn call(
+/// [`call`] with the answer as JSON (a text that is not JSON as a JSON string).
+async fn call_json(
     app: &TestApp,
     cookie: &str,
     endpoint: &str,
     args: &[(&str, &str)],
 ) -> (StatusCode, Json) {
-    let response = app
-        .client
-        .post(app.url(&format!("/api/{endpoint}")))
-        .header("Cookie", cookie)
-        .form(args)
-        .send()
-        .await
-        .expect("server function answers");
-    let status = response.status();
-    let text = response.text().await.unwrap_or_default();
+    let (status, text) = call(app, cookie, endpoint, args).await;
     (
         status,
         serde_json::from_str(&text).unwrap_or(Json::String(text)),
@@ -182,12 +148,12 @@ async fn replay(app: &TestApp, cookie: &str, id: i64, anyway: bool) -> (StatusCo
     if anyway {
         args.push(("anyway", app::model::REPLAY_ANYWAY));
     }
-    call(app, cookie, "replay", &args).await
+    call_json(app, cookie, "replay", &args).await
 }
 
 /// The `/problems` page's data.
 async fn problems(app: &TestApp, cookie: &str) -> Json {
-    let (status, page) = call(app, cookie, "problems", &[]).await;
+    let (status, page) = call_json(app, cookie, "problems", &[]).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     page
 }

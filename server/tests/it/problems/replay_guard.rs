@@ -13,7 +13,7 @@ async fn a_replay_that_would_fail_the_same_way_is_a_409_unless_the_operator_insi
     let id = failed.to_string();
     let archive_before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
 
-    let (dry_status, dry) = call(
+    let (dry_status, dry) = call_json(
         &app,
         &cookie,
         "replay",
@@ -22,7 +22,7 @@ async fn a_replay_that_would_fail_the_same_way_is_a_409_unless_the_operator_insi
     .await;
     let (refused, answer) = replay(&app, &cookie, failed, false).await;
     let after_refusal = count(&app.db, "SELECT count(*) FROM webhook_events").await;
-    let (mistyped, _) = call(
+    let (mistyped, _) = call_json(
         &app,
         &cookie,
         "replay",

@@ -156,7 +156,7 @@ async fn a_dry_run_resolves_nothing(backend: Backend) {
     let cookie = signed_in(&fixed, "olga", Role::Operator).await;
     let id = failed.to_string();
 
-    let (status, dry) = call(
+    let (status, dry) = call_json(
         &fixed,
         &cookie,
         "replay",

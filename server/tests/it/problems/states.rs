@@ -6,7 +6,7 @@ use super::*;
 
 /// Sets a cause's state as the page's buttons do.
 async fn set(app: &TestApp, cookie: &str, class: &str, state: &str) -> (StatusCode, Json) {
-    call(
+    call_json(
         app,
         cookie,
         "problem_state",
@@ -141,7 +141,7 @@ async fn a_resolved_cause_leaves_and_a_new_failure_reopens_it(backend: Backend) 
         "shown as failing again after it was resolved"
     );
     // The failed list of open failures agrees.
-    let (_, listed) = call(
+    let (_, listed) = call_json(
         &app,
         &cookie,
         "events",

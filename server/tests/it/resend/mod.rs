@@ -2,7 +2,7 @@
 //! loopback: one delivery, every one delivered since a time (the count first, then the typed
 //! confirmation; pending ones and superseded revisions left out), the bound on one re-send, a
 //! viewer refused. This module holds the helpers `charts` shares: a forwarding server with an
-//! operator and a viewer signed in, and a server-function call.
+//! operator and a viewer signed in.
 //!
 //! - `one`: one delivered delivery sent again, audited, and the re-sends refused.
 //! - `since`: every delivery since a time, what it takes and leaves out, and its bound.
@@ -17,51 +17,8 @@ use serde_json::Value as Json;
 mod one;
 mod since;
 
-pub(crate) const PASSWORD: &str = "a long enough password";
-
 pub(crate) fn json(text: &str) -> Json {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
-/// Signs `name` in through the login server function; returns the session cookie.
-pub(crate) async fn sign_in_as(app: &TestApp, name: &str, role: Role) -> String {
-    app::auth::add_user(&app.db, name, PASSWORD, role)
-        .await
-        .expect("add user");
-    let response = app
-        .client
-        .post(app.url("/api/login"))
-        .header("Accept", "application/json")
-        .form(&[("name", name), ("password", PASSWORD), ("next", "/")])
-        .send()
-        .await
-        .expect("login answers");
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .map(|v| v.split(';').next().unwrap_or_default().to_string())
-        .expect("a session cookie")
-}
-
-/// Calls a server function with form arguments and the given cookies.
-pub(crate) async fn call(
-    app: &TestApp,
-    cookie: &str,
-    endpoint: &str,
-    args: &[(&str, &str)],
-) -> (StatusCode, String) {
-    let response = app
-        .client
-        .post(app.url(&format!("/api/{endpoint}")))
-        .header("Cookie", cookie)
-        .form(args)
-        .send()
-        .await
-        .expect("server function answers");
-    (response.status(), response.text().await.unwrap_or_default())
 }
 
 /// A server forwarding `shop` to `orders-app` (the receiver), with an operator `olga` and a
@@ -72,8 +29,8 @@ pub(crate) async fn forwarding_app(
 ) -> (TestApp, Receiver, String, String) {
     let (receiver, url) = Receiver::start(Vec::new()).await;
     let app = spawn_app_with(backend, config(&url, schedule)).await;
-    let operator = sign_in_as(&app, "olga", Role::Operator).await;
-    let viewer = sign_in_as(&app, "vera", Role::Viewer).await;
+    let operator = signed_in(&app, "olga", Role::Operator).await;
+    let viewer = signed_in(&app, "vera", Role::Viewer).await;
     (app, receiver, operator, viewer)
 }
 

@@ -7,32 +7,6 @@ use app::model::{Role, SourceSummary, SourcesPage};
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{ConnectionTrait, Statement, Value};
 
-const PASSWORD: &str = "a long enough password";
-
-/// A viewer's session cookie.
-pub(crate) async fn viewer_cookie(app: &TestApp) -> String {
-    app::auth::add_user(&app.db, "vera", PASSWORD, Role::Viewer)
-        .await
-        .expect("add user");
-    let response = app
-        .client
-        .post(app.url("/api/login"))
-        .header("Accept", "application/json")
-        .form(&[("name", "vera"), ("password", PASSWORD), ("next", "/")])
-        .send()
-        .await
-        .expect("login answers");
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .and_then(|v| v.split(';').next())
-        .expect("a session cookie")
-        .to_string()
-}
-
 /// The sources page's server function, as the viewer's browser calls it.
 async fn sources_page(app: &TestApp, cookie: &str) -> SourcesPage {
     let response = app
@@ -76,7 +50,7 @@ async fn archived(app: &TestApp, source: &str, at: DateTime<Utc>, replay_of: Opt
 both_backends!(every_source_is_listed_with_its_endpoint_scheme_and_newest_delivery);
 async fn every_source_is_listed_with_its_endpoint_scheme_and_newest_delivery(backend: Backend) {
     let app = spawn_app(backend).await;
-    let cookie = viewer_cookie(&app).await;
+    let cookie = signed_in(&app, "vera", Role::Viewer).await;
     for n in 1..=2 {
         let answer = app
             .send("shop", &event(&format!("e{n}"), "order-1", n, "{}"))
@@ -161,7 +135,7 @@ async fn every_source_is_listed_with_its_endpoint_scheme_and_newest_delivery(bac
 both_backends!(a_source_is_silent_past_three_times_its_usual_gap_at_this_time_of_day);
 async fn a_source_is_silent_past_three_times_its_usual_gap_at_this_time_of_day(backend: Backend) {
     let app = spawn_app(backend).await;
-    let cookie = viewer_cookie(&app).await;
+    let cookie = signed_in(&app, "vera", Role::Viewer).await;
     let now = Utc::now();
     // Yesterday around this time, "shop" and "gh" sent every 10 minutes: silent after 30.
     for source in ["shop", "gh"] {
@@ -201,7 +175,7 @@ async fn a_source_is_silent_past_three_times_its_usual_gap_at_this_time_of_day(b
 both_backends!(the_count_is_the_overviews_and_the_newest_is_one_index_seek);
 async fn the_count_is_the_overviews_and_the_newest_is_one_index_seek(backend: Backend) {
     let app = spawn_app(backend).await;
-    let cookie = viewer_cookie(&app).await;
+    let cookie = signed_in(&app, "vera", Role::Viewer).await;
     let now = Utc::now();
     // Rolled up (hours ago) or counted live (minutes ago), and one past the 24 hours.
     for minutes in [1, 2, 3, 300, 600, 25 * 60 + 30] {

@@ -7,14 +7,17 @@
 //! - `database`: the test databases, the migrated template, and a cluster of a test's own.
 //! - `queries`: reading the database back (counts, texts, the archive, the projection).
 //! - `binary`: the `hookbox` binary as a process of its own.
+//! - `session`: a signed-in user's cookie, and calling a server function with it.
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod binary;
 mod database;
 mod queries;
+mod session;
 pub use binary::{Binary, send_to};
 pub use database::*;
 pub use queries::*;
+pub use session::*;
 
 use app::config::Config;
 use app::db::Db;
