@@ -6,7 +6,9 @@
 //! unique per delivered event (a retry repeats the id).
 
 use crate::envelope::{Field, FieldRef, Mapping, Mode};
+use crate::schemes::Recipe;
 use crate::schemes::Scheme;
+use crate::schemes::recipe::{Algorithm, Encoding, Part, SecretEncoding};
 
 /// `preset = "…"` in a source: the scheme, the mode and the identity mapping of one provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,9 +20,21 @@ pub enum Preset {
     Slack,
     Clerk,
     Svix,
+    Resend,
+    Intercom,
+    Typeform,
+    Vercel,
+    Bitbucket,
+    Razorpay,
+    Pagerduty,
+    Sentry,
+    Notion,
+    Woocommerce,
+    Square,
+    Hubspot,
 }
 
-pub const ALL_PRESETS: [Preset; 7] = [
+pub const ALL_PRESETS: [Preset; 19] = [
     Preset::Stripe,
     Preset::Github,
     Preset::Paddle,
@@ -28,6 +42,18 @@ pub const ALL_PRESETS: [Preset; 7] = [
     Preset::Slack,
     Preset::Clerk,
     Preset::Svix,
+    Preset::Resend,
+    Preset::Intercom,
+    Preset::Typeform,
+    Preset::Vercel,
+    Preset::Bitbucket,
+    Preset::Razorpay,
+    Preset::Pagerduty,
+    Preset::Sentry,
+    Preset::Notion,
+    Preset::Woocommerce,
+    Preset::Square,
+    Preset::Hubspot,
 ];
 
 impl Preset {
@@ -45,6 +71,18 @@ impl Preset {
             Preset::Slack => "slack",
             Preset::Clerk => "clerk",
             Preset::Svix => "svix",
+            Preset::Resend => "resend",
+            Preset::Intercom => "intercom",
+            Preset::Typeform => "typeform",
+            Preset::Vercel => "vercel",
+            Preset::Bitbucket => "bitbucket",
+            Preset::Razorpay => "razorpay",
+            Preset::Pagerduty => "pagerduty",
+            Preset::Sentry => "sentry",
+            Preset::Notion => "notion",
+            Preset::Woocommerce => "woocommerce",
+            Preset::Square => "square",
+            Preset::Hubspot => "hubspot",
         }
     }
 
@@ -55,8 +93,65 @@ impl Preset {
             Preset::Paddle => Scheme::Paddle,
             Preset::Shopify => Scheme::Shopify,
             Preset::Slack => Scheme::Slack,
-            Preset::Clerk | Preset::Svix => Scheme::StandardWebhooks,
+            Preset::Clerk | Preset::Svix | Preset::Resend => Scheme::StandardWebhooks,
+            _ => Scheme::Hmac,
         }
+    }
+
+    /// The recipe of a preset whose scheme is [`Scheme::Hmac`] (each checked against the
+    /// provider's vectors in `app/tests/vectors/`, `docs/providers.md`).
+    pub fn recipe(self) -> Option<Recipe> {
+        use Algorithm::{Sha1, Sha256};
+        use Encoding::{Base64, Hex};
+        let of = |algorithm, header: &str, prefix: &str, encoding, signed: Vec<Part>| Recipe {
+            algorithm,
+            signature_header: header.to_string(),
+            signature_separator: None,
+            signature_prefix: prefix.to_string(),
+            signature_encoding: encoding,
+            signed,
+            timestamp: None,
+            secret_encoding: SecretEncoding::Utf8,
+            secret_prefix: String::new(),
+        };
+        let body = || vec![Part::Body];
+        Some(match self {
+            Preset::Intercom => of(Sha1, "x-hub-signature", "sha1=", Hex, body()),
+            Preset::Typeform => of(Sha256, "typeform-signature", "sha256=", Base64, body()),
+            Preset::Vercel => of(Sha1, "x-vercel-signature", "", Hex, body()),
+            Preset::Bitbucket => of(Sha256, "x-hub-signature", "sha256=", Hex, body()),
+            Preset::Razorpay => of(Sha256, "x-razorpay-signature", "", Hex, body()),
+            Preset::Pagerduty => Recipe {
+                signature_separator: Some(','),
+                ..of(Sha256, "x-pagerduty-signature", "v1=", Hex, body())
+            },
+            Preset::Sentry => of(Sha256, "sentry-hook-signature", "", Hex, body()),
+            Preset::Notion => of(Sha256, "x-notion-signature", "sha256=", Hex, body()),
+            Preset::Woocommerce => of(Sha256, "x-wc-webhook-signature", "", Base64, body()),
+            Preset::Square => of(
+                Sha256,
+                "x-square-hmacsha256-signature",
+                "",
+                Base64,
+                vec![Part::Url, Part::Body],
+            ),
+            Preset::Hubspot => Recipe {
+                timestamp: Some((
+                    crate::schemes::recipe::TimestampAt::Header(
+                        "x-hubspot-request-timestamp".into(),
+                    ),
+                    crate::schemes::recipe::TimeUnit::Milliseconds,
+                )),
+                ..of(
+                    Sha256,
+                    "x-hubspot-signature-v3",
+                    "",
+                    Base64,
+                    vec![Part::Method, Part::Url, Part::Body, Part::Timestamp],
+                )
+            },
+            _ => return None,
+        })
     }
 
     /// Where the provider puts an event's identity.
@@ -81,6 +176,48 @@ impl Preset {
                 header("svix-id").or(FieldRef::header("webhook-id")),
                 Some(at("/data/id")),
                 at("/type"),
+            ),
+            Preset::Resend => (
+                header("svix-id").or(FieldRef::header("webhook-id")),
+                Some(at("/data/email_id")),
+                at("/type"),
+            ),
+            Preset::Intercom => (at("/id"), Some(at("/data/item/id")), at("/topic")),
+            Preset::Typeform => (
+                at("/event_id"),
+                Some(at("/form_response/token")),
+                at("/event_type"),
+            ),
+            Preset::Vercel => (at("/id"), Some(at("/payload/deployment/id")), at("/type")),
+            Preset::Bitbucket => (
+                header("x-request-uuid"),
+                Some(at("/repository/uuid")),
+                header("x-event-key"),
+            ),
+            Preset::Razorpay => (
+                header("x-razorpay-event-id"),
+                Some(at("/payload/payment/entity/id")),
+                at("/event"),
+            ),
+            Preset::Pagerduty => (
+                at("/event/id"),
+                Some(at("/event/data/id")),
+                at("/event/event_type"),
+            ),
+            // The object is under a key named by the resource (`/data/issue/id`, …).
+            Preset::Sentry => (header("request-id"), None, header("sentry-hook-resource")),
+            Preset::Notion => (at("/id"), Some(at("/entity/id")), at("/type")),
+            Preset::Woocommerce => (
+                header("x-wc-webhook-delivery-id"),
+                Some(at("/id")),
+                header("x-wc-webhook-topic"),
+            ),
+            Preset::Square => (at("/event_id"), Some(at("/data/id")), at("/type")),
+            // A batch: the first event names the delivery.
+            Preset::Hubspot => (
+                at("/0/eventId"),
+                Some(at("/0/objectId")),
+                at("/0/subscriptionType"),
             ),
         };
         Mapping {

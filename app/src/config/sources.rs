@@ -95,7 +95,12 @@ pub(super) fn read_source(
         }
     };
 
-    let recipe = read_recipe(&mut keys, scheme, public_url);
+    let recipe = read_recipe(
+        &mut keys,
+        scheme,
+        preset.and_then(Preset::recipe),
+        public_url,
+    );
     let auth = scheme.map(|scheme| Auth {
         scheme,
         recipe: recipe.as_ref(),
@@ -181,20 +186,36 @@ pub(super) fn read_source(
     }
 }
 
-/// `scheme = "hmac"`'s recipe, each problem named by its key; a recipe key beside another
-/// scheme is a problem too (it would be ignored).
-fn read_recipe(keys: &mut Keys<'_>, scheme: Option<Scheme>, public_url: bool) -> Option<Recipe> {
+/// `scheme = "hmac"`'s recipe, each problem named by its key: the keys beside it, else the
+/// preset's (`base`). A recipe key beside another scheme is a problem too (it would be ignored).
+fn read_recipe(
+    keys: &mut Keys<'_>,
+    scheme: Option<Scheme>,
+    base: Option<Recipe>,
+    public_url: bool,
+) -> Option<Recipe> {
     if scheme != Some(Scheme::Hmac) {
         for key in RECIPE_KEYS {
             if keys.has(key) && scheme.is_some() {
-                keys.problem(key, "is a recipe key: it applies only with scheme = \"hmac\"");
+                keys.problem(
+                    key,
+                    "is a recipe key: it applies only with scheme = \"hmac\"",
+                );
             }
         }
         return None;
     }
-    let signed = keys.strings("signed");
+    let signed = keys
+        .strings("signed")
+        .or_else(|| base.as_ref().map(Recipe::signed_spelled));
     let refused_signed = keys.has_refused("signed");
-    let read = Recipe::read(|key| keys.string(key), signed);
+    let read = Recipe::read(
+        |key| {
+            keys.string(key)
+                .or_else(|| base.as_ref().and_then(|base| base.spelled(key)))
+        },
+        signed,
+    );
     let problems = match read {
         Ok(recipe) => {
             let problems = recipe.check(public_url);

@@ -188,15 +188,20 @@ fn every_preset_is_a_complete_source() {
             _ => "secret",
         };
         let text = format!(
-            "[[sources]]\nname = \"p\"\npreset = \"{}\"\nsecrets_env = [\"S\"]\n",
+            "[server]\npublic_url = \"https://hooks.example.com\"\n[[sources]]\nname = \"p\"\npreset = \"{}\"\nsecrets_env = [\"S\"]\n",
             preset.name()
         );
         let config = parse(&text, &[("S", secret)]).expect("valid");
         let source = config.source("p").expect("declared");
         assert_eq!(
-            (source.scheme, &source.mapping),
-            (preset.scheme(), &preset.mapping()),
+            (source.scheme, &source.mapping, &source.recipe),
+            (preset.scheme(), &preset.mapping(), &preset.recipe()),
             "{preset:?}"
+        );
+        assert_eq!(
+            source.recipe.is_some(),
+            preset.scheme() == Scheme::Hmac,
+            "{preset:?}: a recipe exactly where the scheme is one"
         );
     }
 }

@@ -161,11 +161,16 @@ fn a_present_but_bad_place_does_not_fall_through() {
     let mut headers = HeaderMap::new();
     headers.insert("x-id", "h-1".parse().expect("header"));
 
-    let numeric = parse_envelope(&mapping, &headers, br#"{"id":7}"#).expect_err("number");
+    let fraction = parse_envelope(&mapping, &headers, br#"{"id":7.5}"#).expect_err("not an id");
     let absent = parse_envelope(&mapping, &headers, b"{}").expect("falls back");
+    let integer = parse_envelope(&mapping, &headers, br#"{"id":-70}"#).expect("an integer id");
 
-    assert_eq!(numeric.reason, "event_id (/id) must be a string");
+    assert_eq!(
+        fraction.reason,
+        "event_id (/id) must be a string or an integer"
+    );
     assert_eq!(absent.event_id, "h-1");
+    assert_eq!(integer.event_id, "-70", "an integer id is its text as sent");
 }
 
 #[test]

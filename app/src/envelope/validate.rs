@@ -62,7 +62,9 @@ pub fn parse_envelope(
             Some((Found::Header(value), place)) => (value, place),
             Some((Found::Json(node), place)) => match &node.value {
                 Value::String(s) => (s.clone(), place),
-                _ => return Err(format!("{name} ({place}) must be a string")),
+                // An integer id (HubSpot's, WooCommerce's) is its decimal text as sent.
+                Value::Number(text) if is_integer(text) => (text.to_string(), place),
+                _ => return Err(format!("{name} ({place}) must be a string or an integer")),
             },
         };
         if value.is_empty() {
@@ -179,4 +181,11 @@ pub fn parse_envelope(
         snapshot,
         event_type,
     })
+}
+
+/// Whether a JSON number's text is an integer: an optional `-` and digits, no fraction or
+/// exponent (`1.0` and `1e3` name no id).
+fn is_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }

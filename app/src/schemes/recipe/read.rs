@@ -154,3 +154,69 @@ fn value<T>(
         }
     }
 }
+
+impl Recipe {
+    /// Key `key`'s value as a configuration file spells it (`None`: absent, its default);
+    /// [`Recipe::read`] of these gives the recipe back. A preset's recipe is read through it, so
+    /// a key written beside the preset overrides the preset's.
+    pub fn spelled(&self, key: &str) -> Option<String> {
+        let timestamp = self.timestamp.as_ref();
+        match key {
+            "algorithm" => Some(
+                match self.algorithm {
+                    Algorithm::Sha1 => "sha1",
+                    Algorithm::Sha256 => "sha256",
+                    Algorithm::Sha512 => "sha512",
+                }
+                .into(),
+            ),
+            "signature_header" => Some(self.signature_header.clone()),
+            "signature_prefix" => Some(self.signature_prefix.clone()).filter(|p| !p.is_empty()),
+            "signature_separator" => self.signature_separator.map(String::from),
+            "signature_encoding" => Some(
+                match self.signature_encoding {
+                    Encoding::Hex => "hex",
+                    Encoding::Base64 => "base64",
+                }
+                .into(),
+            ),
+            "timestamp_header" => match timestamp {
+                Some((TimestampAt::Header(name), _)) => Some(name.clone()),
+                _ => None,
+            },
+            "timestamp_prefix" => match timestamp {
+                Some((TimestampAt::Entry(label), _)) => Some(label.clone()),
+                _ => None,
+            },
+            "timestamp_unit" => match timestamp {
+                Some((_, TimeUnit::Milliseconds)) => Some("ms".into()),
+                _ => None,
+            },
+            "secret_encoding" => Some(
+                match self.secret_encoding {
+                    SecretEncoding::Utf8 => "utf8",
+                    SecretEncoding::Base64 => "base64",
+                    SecretEncoding::Hex => "hex",
+                }
+                .into(),
+            ),
+            "secret_prefix" => Some(self.secret_prefix.clone()).filter(|p| !p.is_empty()),
+            _ => None,
+        }
+    }
+
+    /// The `signed` list as a configuration file spells it.
+    pub fn signed_spelled(&self) -> Vec<String> {
+        self.signed
+            .iter()
+            .map(|part| match part {
+                Part::Body => "body".into(),
+                Part::Url => "url".into(),
+                Part::Method => "method".into(),
+                Part::Timestamp => "timestamp".into(),
+                Part::Header(name) => format!("header:{name}"),
+                Part::Literal(text) => format!("literal:{text}"),
+            })
+            .collect()
+    }
+}

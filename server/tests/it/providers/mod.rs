@@ -17,6 +17,7 @@ use app::schemes::Scheme;
 use std::path::Path;
 
 mod deliveries;
+mod presets;
 mod recipes;
 mod secrets;
 mod send;

@@ -1,0 +1,276 @@
+//! The presets whose signature is a recipe (and Resend, which is Svix), over HTTP on both
+//! backends, each with its provider's own delivery from `app/tests/vectors/`: signed with the
+//! current secret it is accepted under the provider's identity, its retry is a duplicate, one
+//! changed byte is 401 with the precise cause logged, the previous secret verifies, and a stale
+//! timestamp is 401 where the recipe signs one.
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use app::providers::Preset;
+use app::schemes::Request;
+use serde_json::json;
+
+/// A preset and what hookbox must read from its provider's delivery: event id, type, object.
+struct Case {
+    preset: Preset,
+    event_id: &'static str,
+    event_type: &'static str,
+    object_id: Option<&'static str>,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        preset: Preset::Intercom,
+        event_id: "notif_ccd8a4d0-f965-11e3-a367-c779cae3e1b3",
+        event_type: "conversation.user.created",
+        object_id: Some("1911149811"),
+    },
+    Case {
+        preset: Preset::Typeform,
+        event_id: "01HZX5N8PQKZ2D3E4F5G6H7J8K",
+        event_type: "form_response",
+        object_id: Some("a3a12ec67a1365927098a606107fac15"),
+    },
+    Case {
+        preset: Preset::Vercel,
+        event_id: "uev_d4A2bQk3vKz7yXw9",
+        event_type: "deployment.succeeded",
+        object_id: Some("dpl_2euZBFqxYdDMDG1jTrHFnNZ2eUVa"),
+    },
+    Case {
+        preset: Preset::Bitbucket,
+        event_id: "a3b6c2e1-4f5d-4a7b-8c9d-0e1f2a3b4c5d",
+        event_type: "repo:push",
+        object_id: Some("{3f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b}"),
+    },
+    Case {
+        preset: Preset::Razorpay,
+        event_id: "HSufWHPhvBJ4Qn",
+        event_type: "payment.authorized",
+        object_id: Some("pay_6koWN7bvxujzxM"),
+    },
+    Case {
+        preset: Preset::Pagerduty,
+        event_id: "5ac64822-4adc-4fda-ade0-410becf0de4f",
+        event_type: "incident.priority_updated",
+        object_id: Some("PGR0VU2"),
+    },
+    Case {
+        preset: Preset::Sentry,
+        event_id: "3b1f6d9a-2c4e-4f8a-9b7d-1e5c3a2f4d6b",
+        event_type: "issue",
+        object_id: None,
+    },
+    Case {
+        preset: Preset::Notion,
+        event_id: "367cba44-b6f3-4c92-81e7-6a2e9659efd4",
+        event_type: "page.created",
+        object_id: Some("153104cd-477e-809d-8dc4-ff2d96ae3090"),
+    },
+    Case {
+        preset: Preset::Woocommerce,
+        event_id: "8f14e45fceea167a5a36dedd4bea2543",
+        event_type: "order.created",
+        object_id: Some("727"),
+    },
+    Case {
+        preset: Preset::Square,
+        event_id: "ac3ac95b-f97d-458c-a6e6-18981597e05f",
+        event_type: "webhooks.test_notification",
+        object_id: Some("bc368e64-01aa-407e-b46e-3231809b1129"),
+    },
+    Case {
+        preset: Preset::Hubspot,
+        event_id: "1703257234",
+        event_type: "contact.propertyChange",
+        object_id: Some("123456"),
+    },
+    Case {
+        preset: Preset::Resend,
+        event_id: "msg_2ZsHQK9pX1mJbYvW8cT4uN6rA3e",
+        event_type: "email.delivered",
+        object_id: Some("56761188-7520-42d8-8898-ff6fc54ce618"),
+    },
+];
+
+const CURRENT: &str = "whsec_cHJlc2V0LXNlY3JldC1jdXJyZW50";
+const PREVIOUS: &str = "whsec_cHJlc2V0LXNlY3JldC1wcmV2aW91cw==";
+
+/// Every preset of [`CASES`], one source each named after it, with two secrets.
+fn presets_config() -> Config {
+    let mut text = String::from("[server]\npublic_url = \"https://hooks.example.com\"\n");
+    for case in CASES {
+        let name = case.preset.name();
+        text.push_str(&format!(
+            "[[sources]]\nname = \"{name}\"\npreset = \"{name}\"\nsecrets_env = [\"CURRENT\", \"PREVIOUS\"]\n"
+        ));
+    }
+    let env = |name: &str| match name {
+        "CURRENT" => Some(CURRENT.to_string()),
+        "PREVIOUS" => Some(PREVIOUS.to_string()),
+        _ => None,
+    };
+    Config::parse(&text, Path::new("presets.toml"), &env).expect("every preset is valid")
+}
+
+/// The provider's delivery: the body and headers of the first valid vector with a JSON body,
+/// without the headers its signature sets.
+fn provider_delivery(preset: Preset, signed: &[&str]) -> (String, Vec<(String, String)>) {
+    let path = format!(
+        "{}/../app/tests/vectors/{}.json",
+        env!("CARGO_MANIFEST_DIR"),
+        preset.name()
+    );
+    let vectors: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let vector = vectors
+        .iter()
+        .find(|v| {
+            v["expect"] == "valid"
+                && v.get("challenge_response").is_none()
+                && serde_json::from_str::<serde_json::Value>(v["body"].as_str().unwrap()).is_ok()
+        })
+        .unwrap_or_else(|| panic!("{path}: no valid vector with a JSON body"));
+    let headers = vector["headers"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(name, _)| !signed.contains(&name.to_ascii_lowercase().as_str()))
+        .map(|(name, value)| (name.clone(), value.as_str().unwrap().to_string()))
+        .collect();
+    (vector["body"].as_str().unwrap().to_string(), headers)
+}
+
+/// `headers` and the signature `secret` makes for `body` at `at`, as the provider sends them.
+fn sign(
+    config: &Config,
+    preset: Preset,
+    secret: &str,
+    headers: &[(String, String)],
+    body: &str,
+    at: i64,
+) -> Vec<(String, String)> {
+    let source = config.source(preset.name()).unwrap();
+    let key = source.auth().parse_secret(secret).unwrap();
+    let mut map = http::HeaderMap::new();
+    for (name, value) in headers {
+        map.insert(
+            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    let url = format!("https://hooks.example.com/hooks/{}", preset.name());
+    let request = Request {
+        method: "POST",
+        url: Some(&url),
+        headers: &map,
+        body: body.as_bytes(),
+    };
+    let msg_id = map
+        .get("svix-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("msg")
+        .to_string();
+    let mut sent = headers.to_vec();
+    for (name, value) in source.auth().sign(&key, &msg_id, &request, at) {
+        sent.push((name.to_string(), value));
+    }
+    sent
+}
+
+/// The answer's status and body of a delivery to the preset's source.
+async fn post(app: &TestApp, preset: Preset, headers: &[(String, String)], body: &str) -> Answer {
+    app.post(preset.name(), headers, body.as_bytes().to_vec())
+        .await
+}
+
+both_backends!(every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery);
+async fn every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery(backend: Backend) {
+    let config = presets_config();
+    let app = spawn_app_with(backend, presets_config()).await;
+    for case in CASES {
+        let preset = case.preset;
+        let name = preset.name();
+        let auth = config.source(name).unwrap().auth();
+        let mut signature_headers: Vec<&str> = auth.signature_headers();
+        signature_headers.extend(["x-hubspot-request-timestamp", "svix-timestamp"]);
+        let (body, headers) = provider_delivery(preset, &signature_headers);
+        let current = sign(&config, preset, CURRENT, &headers, &body, now());
+
+        let accepted = post(&app, preset, &current, &body).await;
+        assert_eq!(
+            (accepted.status, &accepted.body),
+            (
+                200,
+                &json!({"status": "accepted", "event_id": case.event_id})
+            ),
+            "{name}"
+        );
+        let stored = texts(
+            &app.db,
+            "SELECT event_type, object_id FROM webhook_events WHERE source = $1",
+            vec![name.into()],
+        )
+        .await;
+        assert_eq!(
+            stored,
+            [[
+                Some(case.event_type.to_string()),
+                case.object_id.map(str::to_string)
+            ]],
+            "{name}"
+        );
+        let retried = post(&app, preset, &current, &body).await;
+        assert_eq!(retried.outcome(), "duplicate", "{name}: {:?}", retried.body);
+
+        // One changed byte of the body.
+        let last = body.rfind(|c: char| c.is_ascii_alphanumeric()).unwrap();
+        let mut changed = body.clone().into_bytes();
+        changed[last] = if changed[last] == b'0' { b'1' } else { b'0' };
+        let tampered = app.post(name, &current, changed).await;
+        assert_eq!(tampered.status, 401, "{name}");
+
+        // The previous secret verifies (the same event: a duplicate, not a 401).
+        let previous = sign(&config, preset, PREVIOUS, &headers, &body, now());
+        let rotated = post(&app, preset, &previous, &body).await;
+        assert_eq!(rotated.outcome(), "duplicate", "{name}: {:?}", rotated.body);
+
+        let mut refused = 1;
+        if auth.has_timestamp() {
+            let stale = sign(&config, preset, CURRENT, &headers, &body, now() - 301);
+            assert_eq!(
+                post(&app, preset, &stale, &body).await.status,
+                401,
+                "{name}"
+            );
+            refused += 1;
+        }
+        let causes = texts(
+            &app.db,
+            "SELECT cause FROM rejected_requests WHERE source = $1 ORDER BY id",
+            vec![name.into()],
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut causes = causes.await;
+        while causes.len() < refused && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            causes = texts(
+                &app.db,
+                "SELECT cause FROM rejected_requests WHERE source = $1 ORDER BY id",
+                vec![name.into()],
+            )
+            .await;
+        }
+        let causes: Vec<String> = causes.into_iter().filter_map(|r| r[0].clone()).collect();
+        assert!(
+            causes[0].ends_with("of 2 secrets"),
+            "{name}: the changed byte's cause: {causes:?}"
+        );
+        if auth.has_timestamp() {
+            assert!(
+                causes[1].starts_with("timestamp ") && causes[1].contains("older than"),
+                "{name}: {causes:?}"
+            );
+        }
+    }
+}
