@@ -313,6 +313,7 @@ event_type = "header:X-Event"
                 preset: None,
                 scheme,
                 recipe: None,
+                token_header: None,
                 secrets_env: Vec::new(),
                 keys: Vec::new(),
                 tolerance_secs: 300,

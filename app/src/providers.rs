@@ -32,9 +32,10 @@ pub enum Preset {
     Woocommerce,
     Square,
     Hubspot,
+    Gitlab,
 }
 
-pub const ALL_PRESETS: [Preset; 19] = [
+pub const ALL_PRESETS: [Preset; 20] = [
     Preset::Stripe,
     Preset::Github,
     Preset::Paddle,
@@ -54,6 +55,7 @@ pub const ALL_PRESETS: [Preset; 19] = [
     Preset::Woocommerce,
     Preset::Square,
     Preset::Hubspot,
+    Preset::Gitlab,
 ];
 
 impl Preset {
@@ -83,6 +85,7 @@ impl Preset {
             Preset::Woocommerce => "woocommerce",
             Preset::Square => "square",
             Preset::Hubspot => "hubspot",
+            Preset::Gitlab => "gitlab",
         }
     }
 
@@ -94,7 +97,16 @@ impl Preset {
             Preset::Shopify => Scheme::Shopify,
             Preset::Slack => Scheme::Slack,
             Preset::Clerk | Preset::Svix | Preset::Resend => Scheme::StandardWebhooks,
+            Preset::Gitlab => Scheme::Token,
             _ => Scheme::Hmac,
+        }
+    }
+
+    /// The header of a preset whose scheme is [`Scheme::Token`].
+    pub fn token_header(self) -> Option<&'static str> {
+        match self {
+            Preset::Gitlab => Some("x-gitlab-token"),
+            _ => None,
         }
     }
 
@@ -213,6 +225,13 @@ impl Preset {
                 header("x-wc-webhook-topic"),
             ),
             Preset::Square => (at("/event_id"), Some(at("/data/id")), at("/type")),
+            // `Idempotency-Key` (GitLab 17.4 and later) is the same on every retry; the event UUID
+            // of older versions too.
+            Preset::Gitlab => (
+                header("idempotency-key").or(FieldRef::header("x-gitlab-event-uuid")),
+                Some(at("/object_attributes/id")),
+                header("x-gitlab-event"),
+            ),
             // A batch: the first event names the delivery.
             Preset::Hubspot => (
                 at("/0/eventId"),

@@ -199,3 +199,42 @@ fn public_url_is_an_origin() {
         assert!(e.message.contains(wrong), "{url}: {}", e.message);
     }
 }
+
+#[test]
+fn a_token_source_names_its_header_and_basic_takes_user_password() {
+    let e = problem(
+        "[[sources]]\nname = \"gl\"\nscheme = \"token\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "glwt-1")],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source gl: token_header: is required with scheme = \"token\""
+    );
+    let e = problem(
+        "[[sources]]\nname = \"shop\"\nscheme = \"stripe\"\nsecrets_env = [\"S\"]\ntoken_header = \"X-T\"\n",
+        &[("S", "s3cret")],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source shop: token_header: applies only with scheme = \"token\""
+    );
+    let config = parse(
+        "[[sources]]\nname = \"gl\"\npreset = \"gitlab\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "glwt-1")],
+    )
+    .unwrap();
+    let gitlab = config.source("gl").unwrap();
+    assert_eq!(gitlab.token_header.as_deref(), Some("x-gitlab-token"));
+    assert_eq!(
+        gitlab.auth().describe(300),
+        "a shared token in x-gitlab-token, equal to a secret; nothing is signed, so a captured request stays valid"
+    );
+    let e = problem(
+        "[[sources]]\nname = \"pm\"\nscheme = \"basic\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "no colon")],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source pm: secrets_env: the secret in S: secret is not user:password"
+    );
+}

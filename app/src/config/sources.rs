@@ -25,6 +25,7 @@ const SOURCE_KEYS: &[&str] = &[
     "snapshot",
     "event_type",
     "forward",
+    "token_header",
 ];
 
 /// Every key a source may have: its own and a recipe's.
@@ -41,6 +42,8 @@ pub struct Source {
     pub scheme: Scheme,
     /// `scheme = "hmac"`: the recipe its keys describe.
     pub recipe: Option<Recipe>,
+    /// `scheme = "token"`: the header the token is in (lower case).
+    pub token_header: Option<String>,
     /// The names of the environment variables the keys came from, in order (never the values).
     pub secrets_env: Vec<String>,
     /// The first key signs in `hookbox send`; any key verifies.
@@ -101,9 +104,11 @@ pub(super) fn read_source(
         preset.and_then(Preset::recipe),
         public_url,
     );
+    let token_header = read_token_header(&mut keys, scheme, preset);
     let auth = scheme.map(|scheme| Auth {
         scheme,
         recipe: recipe.as_ref(),
+        token_header: token_header.as_deref(),
     });
 
     let secrets_env = keys.strings("secrets_env").unwrap_or_default();
@@ -175,6 +180,7 @@ pub(super) fn read_source(
             preset,
             scheme,
             recipe,
+            token_header,
             secrets_env,
             keys: secret_keys,
             tolerance_secs,
@@ -235,12 +241,44 @@ fn read_recipe(
     None
 }
 
+/// `scheme = "token"`'s header: the key, else the preset's; required with that scheme and a
+/// problem beside another.
+fn read_token_header(
+    keys: &mut Keys<'_>,
+    scheme: Option<Scheme>,
+    preset: Option<Preset>,
+) -> Option<String> {
+    let given = keys.string("token_header");
+    if scheme != Some(Scheme::Token) {
+        if given.is_some() && scheme.is_some() {
+            keys.problem("token_header", "applies only with scheme = \"token\"");
+        }
+        return None;
+    }
+    match given.or_else(|| preset.and_then(Preset::token_header).map(str::to_string)) {
+        Some(name) => match crate::schemes::recipe::header_name(&name) {
+            Ok(name) => Some(name),
+            Err(why) => {
+                keys.problem("token_header", why);
+                None
+            }
+        },
+        None => {
+            if !keys.has_refused("token_header") {
+                keys.problem("token_header", "is required with scheme = \"token\"");
+            }
+            None
+        }
+    }
+}
+
 impl Source {
     /// How the source authenticates: its scheme, with its recipe.
     pub fn auth(&self) -> Auth<'_> {
         Auth {
             scheme: self.scheme,
             recipe: self.recipe.as_ref(),
+            token_header: self.token_header.as_deref(),
         }
     }
 }

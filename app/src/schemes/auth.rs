@@ -7,11 +7,13 @@ use http::HeaderName;
 use super::recipe::{Recipe, Request};
 use super::{AuthError, Scheme, SecretKey};
 
-/// A source's scheme and, for [`Scheme::Hmac`], its recipe.
+/// A source's scheme and what it needs of the source: for [`Scheme::Hmac`] its recipe, for
+/// [`Scheme::Token`] the header the token is in (lower case).
 #[derive(Debug, Clone, Copy)]
 pub struct Auth<'a> {
     pub scheme: Scheme,
     pub recipe: Option<&'a Recipe>,
+    pub token_header: Option<&'a str>,
 }
 
 impl Auth<'_> {
@@ -41,12 +43,19 @@ impl Auth<'_> {
 
     /// What is checked, in words (the sources page, `check-config`).
     pub fn describe(&self, tolerance_secs: u64) -> String {
+        if let (Scheme::Token, Some(name)) = (self.scheme, self.token_header) {
+            return format!(
+                "a shared token in {name}, equal to a secret; nothing is signed, so a captured request stays valid"
+            );
+        }
         match self.recipe {
             Some(recipe) if recipe.has_timestamp() => format!(
                 "{recipe}, its timestamp within {} of hookbox's clock",
                 super::span(tolerance_secs)
             ),
-            Some(recipe) => format!("{recipe}; no timestamp is signed, so a captured request stays valid"),
+            Some(recipe) => {
+                format!("{recipe}; no timestamp is signed, so a captured request stays valid")
+            }
             None => self.scheme.describe(tolerance_secs),
         }
     }
@@ -67,12 +76,14 @@ impl Auth<'_> {
         tolerance_secs: u64,
         now: i64,
     ) -> Result<(), AuthError> {
+        if let (Scheme::Token, Some(name)) = (self.scheme, self.token_header) {
+            return super::shared_secret::verify_token(request.headers, name, keys);
+        }
         match self.recipe {
             Some(recipe) => recipe.verify(request, keys, tolerance_secs, now),
-            None => {
-                self.scheme
-                    .verify(request.headers, request.body, keys, tolerance_secs, now)
-            }
+            None => self
+                .scheme
+                .verify(request.headers, request.body, keys, tolerance_secs, now),
         }
     }
 
@@ -84,6 +95,9 @@ impl Auth<'_> {
         request: &Request<'_>,
         now: i64,
     ) -> Vec<(HeaderName, String)> {
+        if let (Scheme::Token, Some(name)) = (self.scheme, self.token_header) {
+            return super::shared_secret::sign_token(key, name);
+        }
         match self.recipe {
             Some(recipe) => recipe.sign(key, request, now),
             None => self.scheme.sign(key, msg_id, request.body, now),

@@ -19,6 +19,8 @@ pub enum AuthError {
     /// The headers parse, but none of their `signatures` matches any of the `secrets`
     /// configured (counts only, saturated at `u16::MAX`).
     NoMatchingSignature { signatures: u16, secrets: u16 },
+    /// A shared secret sent as it is (a token, Basic credentials) matches none of the `secrets`.
+    NoMatchingCredential { secrets: u16 },
 }
 
 impl fmt::Display for AuthError {
@@ -37,6 +39,11 @@ impl fmt::Display for AuthError {
                     "timestamp {beyond} s {side} than the tolerance of {tolerance_secs} s allows"
                 )
             }
+            AuthError::NoMatchingCredential { secrets } => write!(
+                f,
+                "the credential matches none of {secrets} secret{}",
+                if *secrets == 1 { "" } else { "s" }
+            ),
             AuthError::NoMatchingSignature {
                 signatures,
                 secrets,

@@ -21,6 +21,7 @@ mod github;
 mod hmac_sha256;
 mod paddle;
 pub mod recipe;
+mod shared_secret;
 mod shopify;
 mod slack;
 mod standard_webhooks;
@@ -48,6 +49,10 @@ pub enum Scheme {
     /// A recipe of the source's own keys (`recipe.rs`): everything it does is the recipe's, so
     /// it is used through [`Auth`], never alone, and is not among [`Scheme::all`].
     Hmac,
+    /// A named header whose value is one of the secrets (`token_header`, through [`Auth`]).
+    Token,
+    /// HTTP Basic authentication with secrets `user:password`.
+    Basic,
     None,
 }
 
@@ -68,7 +73,7 @@ impl Scheme {
     pub fn from_name(name: &str) -> Option<Scheme> {
         ALL_SCHEMES
             .into_iter()
-            .chain([Scheme::Hmac])
+            .chain([Scheme::Hmac, Scheme::Token, Scheme::Basic])
             .find(|scheme| scheme.name() == name)
     }
 
@@ -83,6 +88,8 @@ impl Scheme {
             Scheme::Slack => "slack",
             Scheme::HmacSha256 => "hmac-sha256",
             Scheme::Hmac => "hmac",
+            Scheme::Token => "token",
+            Scheme::Basic => "basic",
             Scheme::None => "none",
         }
     }
@@ -104,8 +111,9 @@ impl Scheme {
             Scheme::Shopify => &["x-shopify-hmac-sha256"],
             Scheme::Slack => &["x-slack-signature"],
             Scheme::HmacSha256 => &["x-hookbox-signature"],
-            // The source's recipe names it ([`Auth::signature_headers`]).
-            Scheme::Hmac | Scheme::None => &[],
+            // The source's recipe names it ([`Auth::signature_headers`]); a token or Basic
+            // credentials are the secret itself, redacted as credentials, never kept.
+            Scheme::Hmac | Scheme::Token | Scheme::Basic | Scheme::None => &[],
         }
     }
 
@@ -117,7 +125,12 @@ impl Scheme {
             | Scheme::Paddle
             | Scheme::Slack
             | Scheme::HmacSha256 => true,
-            Scheme::Github | Scheme::Shopify | Scheme::Hmac | Scheme::None => false,
+            Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Hmac
+            | Scheme::Token
+            | Scheme::Basic
+            | Scheme::None => false,
         }
     }
 
@@ -169,6 +182,12 @@ impl Scheme {
                 within()
             ),
             Scheme::Hmac => "a recipe of the source's own keys".to_string(),
+            Scheme::Token => "a shared token in a header, equal to a secret; nothing is signed, \
+                 so a captured request stays valid"
+                .to_string(),
+            Scheme::Basic => "HTTP Basic authentication, user:password equal to a secret; \
+                 nothing is signed, so a captured request stays valid"
+                .to_string(),
             Scheme::None => {
                 "none: unsigned requests are accepted (local development only)".to_string()
             }
@@ -192,7 +211,9 @@ impl Scheme {
             | Scheme::Shopify
             | Scheme::Slack
             | Scheme::HmacSha256
-            | Scheme::Hmac => raw_secret(secret),
+            | Scheme::Hmac
+            | Scheme::Token => raw_secret(secret),
+            Scheme::Basic => shared_secret::parse_basic_secret(secret),
         }
     }
 
@@ -222,6 +243,8 @@ impl Scheme {
             Scheme::HmacSha256 => hmac_sha256::verify(headers, body, keys, tolerance_secs, now),
             // Only with its recipe ([`Auth::verify`]): alone it verifies nothing.
             Scheme::Hmac => Err(AuthError::Malformed("the source has no recipe")),
+            Scheme::Token => Err(AuthError::Malformed("the source names no token header")),
+            Scheme::Basic => shared_secret::verify_basic(headers, keys),
             Scheme::None => Ok(()),
         }
     }
@@ -246,7 +269,8 @@ impl Scheme {
             Scheme::Shopify => shopify::sign(key, body),
             Scheme::Slack => slack::sign(key, body, now),
             Scheme::HmacSha256 => hmac_sha256::sign(key, body, now),
-            Scheme::Hmac | Scheme::None => Vec::new(),
+            Scheme::Basic => shared_secret::sign_basic(&SecretKey(key.to_vec())),
+            Scheme::Hmac | Scheme::Token | Scheme::None => Vec::new(),
         }
     }
 }
