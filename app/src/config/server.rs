@@ -89,13 +89,15 @@ pub(super) fn read_server(mut keys: Keys<'_>) -> ServerSettings {
         rejected_retention_days: keys
             .number("rejected_retention_days", 1)
             .unwrap_or(DEFAULT_REJECTED_RETENTION_DAYS),
-        public_url: keys.string("public_url").and_then(|text| match public_url(&text) {
-            Ok(url) => Some(url),
-            Err(why) => {
-                keys.problem("public_url", why);
-                None
-            }
-        }),
+        public_url: keys
+            .string("public_url")
+            .and_then(|text| match public_url(&text) {
+                Ok(url) => Some(url),
+                Err(why) => {
+                    keys.problem("public_url", why);
+                    None
+                }
+            }),
     }
 }
 
