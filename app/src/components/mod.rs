@@ -1,9 +1,11 @@
 //! Widgets shared by the pages: status badge, local time, top bar, error note, a loaded
 //! resource ([`Loaded`]); the typed confirmation of bulk actions ([`confirm`]); the forward
-//! deliveries list ([`forward`]); the URL query ([`query`]); the viewer's time zone ([`zone`]).
+//! deliveries list ([`forward`]); the URL query ([`query`]); the viewer's time zone ([`zone`]);
+//! what a page says under a text it shows cut ([`cut`]).
 
 pub mod chart;
 pub mod confirm;
+pub mod cut;
 pub mod forward;
 pub mod live;
 pub mod query;
@@ -29,12 +31,6 @@ pub fn LocalTime(utc: String) -> impl IntoView {
     view! { <time datetime=utc title=title>{shown}</time> }
 }
 
-/// `2026-11-29T23:02:50.123+00:00` → `2026-11-29 23:02:50 UTC`.
-pub fn utc_label(rfc3339: &str) -> String {
-    let date_time = rfc3339.get(..19).unwrap_or(rfc3339).replace('T', " ");
-    format!("{date_time} UTC")
-}
-
 /// The top bar: navigation, the signed-in user, sign out.
 #[component]
 pub fn TopBar() -> impl IntoView {
@@ -43,6 +39,13 @@ pub fn TopBar() -> impl IntoView {
     // Set only in the browser, once the wasm bundle has hydrated the page (the tests wait for it).
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
+    // On /search the box keeps what was searched; elsewhere it is empty (and has no `value`).
+    let location = leptos_router::hooks::use_location();
+    let query = leptos_router::hooks::use_query_map();
+    let searched = move || match location.pathname.with(|p| p == "/search") {
+        true => Some(query.with(|q| q.get("q")).unwrap_or_default()),
+        false => None,
+    };
     view! {
         // `target`: the browser follows it (moving the focus), not the router (which only scrolls).
         <a class="skip-link" href="#content" target="_self">"Skip to content"</a>
@@ -60,7 +63,8 @@ pub fn TopBar() -> impl IntoView {
             </nav>
             <form class="top-search" method="GET" action="/search" role="search">
                 <label for="top-search-q" class="visually-hidden">"Search"</label>
-                <input id="top-search-q" name="q" type="search" maxlength="200" placeholder="Order, event id, email…  ( / )" required/>
+                <input id="top-search-q" name="q" type="search" maxlength="200" placeholder="Order, event id, email…  ( / )" required
+                    value=searched prop:value=move || searched().unwrap_or_default()/>
             </form>
             <span class="zone-switch"><zone::ZoneSwitch/></span>
             <Suspense fallback=|| ()>

@@ -5,7 +5,7 @@ use super::Db;
 use super::dialect::Dialect;
 use super::events::{EVENT_COLUMNS, event_row};
 use crate::model::{FoundObject, ObjectDeliveries, ObjectHistory, Revision};
-use crate::present::{DIFF_MAX_BYTES, Diff, diff, pretty};
+use crate::present::{DIFF_MAX_BYTES, Diff, cut, diff, pretty};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};
 
@@ -82,11 +82,14 @@ pub async fn accepted_deliveries(
     })
 }
 
-/// The object's projection and its accepted revisions, greatest first.
+/// The object's projection and its accepted revisions, greatest first; the current snapshot
+/// laid out and [`cut`] for the page unless `whole_snapshot` (bounded then by what ingest
+/// admits: a snapshot is part of a body).
 pub async fn object_history(
     db: &Db,
     source: &str,
     object_id: &str,
+    whole_snapshot: bool,
 ) -> Result<ObjectHistory, DbErr> {
     let dialect = Dialect::of(db.backend());
     let snapshot = dialect.json_text("snapshot");
@@ -106,6 +109,7 @@ pub async fn object_history(
         ),
         None => (None, None, None),
     };
+    let snapshot_bytes = current_snapshot.as_ref().map_or(0, |s| s.len() as u64);
     // A snapshot too large to compare is not read at all.
     let text = dialect.json_text("i.snapshot");
     let compared = format!(
@@ -167,8 +171,14 @@ pub async fn object_history(
         .collect();
     // The layout and the comparisons are CPU work on what a sender stored: on a blocking
     // thread, within the page's budgets, never on the async workers deliveries run on.
-    let (current_snapshot, diffs) = tokio::task::spawn_blocking(move || {
-        let shown = current_snapshot.as_deref().map(pretty);
+    let ((current_snapshot, snapshot_cut), diffs) = tokio::task::spawn_blocking(move || {
+        let shown = match current_snapshot.as_deref().map(pretty) {
+            Some(laid_out) => match cut(&laid_out) {
+                (part, true) if !whole_snapshot => (Some(part.to_string()), true),
+                _ => (Some(laid_out), false),
+            },
+            None => (None, false),
+        };
         let snapshots: Vec<Option<&str>> = rows.iter().map(|r| r.snapshot.as_deref()).collect();
         (shown, compare_revisions(&snapshots))
     })
@@ -180,6 +190,8 @@ pub async fn object_history(
         object_id: object_id.to_string(),
         current_revision,
         current_snapshot,
+        snapshot_cut,
+        snapshot_bytes,
         updated_at,
         revisions,
     })

@@ -295,7 +295,14 @@ pub struct ObjectHistory {
     pub source: String,
     pub object_id: String,
     pub current_revision: Option<i64>,
+    /// As the page shows it: laid out, decoded; cut when `snapshot_cut`.
     pub current_snapshot: Option<String>,
+    /// `current_snapshot` is its first part only (64 KiB or 2,000 lines); the page offers the rest.
+    #[serde(default)]
+    pub snapshot_cut: bool,
+    /// The current snapshot's size as stored, in bytes.
+    #[serde(default)]
+    pub snapshot_bytes: u64,
     pub updated_at: Option<String>,
     /// Greatest revision first.
     pub revisions: Vec<Revision>,

@@ -1,6 +1,7 @@
 //! `/events/{id}`: one delivery in full, the other deliveries of the same event, its object, and
 //! (operators) a guarded replay: a dry run first, then confirmation.
 
+use crate::components::cut::ShownCut;
 use crate::components::{ErrorNote, Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{EventDetail, REPLAY_ANYWAY, ReplayResult};
@@ -252,16 +253,6 @@ fn not_an_id(raw: &str) -> DashboardError {
     error
 }
 
-/// A body's size as the "Show all" link says it: `812 KiB`, `1.4 MiB`.
-fn size_in_words(bytes: u64) -> String {
-    const KIB: u64 = 1024;
-    if bytes < KIB * KIB {
-        format!("{} KiB", bytes.div_ceil(KIB))
-    } else {
-        format!("{:.1} MiB", bytes as f64 / (KIB * KIB) as f64)
-    }
-}
-
 /// A replay of a delivery: (id, confirmed?, the typed override) → the result and whether it
 /// was confirmed.
 type Replay = Action<(i64, bool, Option<String>), Result<(bool, ReplayResult), DashboardError>>;
@@ -341,9 +332,7 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
             })}
             <pre class="body" data-testid="body" tabindex="0"><code>{d.body.clone()}</code></pre>
             {d.body_cut.then(|| view! {
-                <p class="cut" data-testid="body-cut">"Only the start of the body is shown. "
-                    <a href=format!("/events/{}?body=all", e.id) data-testid="show-all">{format!("Show all ({})", size_in_words(d.body_bytes))}</a>
-                </p>
+                <ShownCut what="body" href=format!("/events/{}?body=all", e.id) bytes=d.body_bytes testid="body-cut"/>
             })}
             <details>
                 <summary>"Send it again from a shell"</summary>

@@ -2,21 +2,25 @@
 //! (current and stale ones marked) with the field-level changes from the one before; for a dedup
 //! source's object, which has no revisions, its accepted deliveries, newest first.
 
+use crate::components::cut::ShownCut;
 use crate::components::{Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{ObjectDeliveries, ObjectHistory};
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
+/// The object's projection and accepted revisions; its current snapshot cut for the page unless
+/// `whole_snapshot` (`?snapshot=all`), which is bounded by what ingest admits (a body's limit).
 #[server(endpoint = "object")]
 pub async fn get_object(
     source: String,
     object_id: String,
+    #[server(default)] whole_snapshot: bool,
 ) -> Result<ObjectHistory, DashboardError> {
     use crate::guard;
     guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
-    let history = crate::db::objects::object_history(&db, &source, &object_id)
+    let history = crate::db::objects::object_history(&db, &source, &object_id, whole_snapshot)
         .await
         .map_err(|e| guard::unavailable(&e))?;
     if history.current_revision.is_none()
@@ -74,11 +78,17 @@ pub fn ObjectPage() -> impl IntoView {
             p.get("object_id").unwrap_or_default(),
         )
     };
-    let both = Resource::new(key, |(source, object_id)| async move {
-        let history = get_object(source.clone(), object_id.clone()).await?;
-        let deliveries = get_object_deliveries(source, object_id).await?;
-        Ok::<_, DashboardError>((history, deliveries))
-    });
+    // `?snapshot=all`: the current snapshot whole, not cut.
+    let query = use_query_map();
+    let whole_snapshot = move || query.read().get("snapshot").as_deref() == Some("all");
+    let both = Resource::new(
+        move || (key(), whole_snapshot()),
+        |((source, object_id), whole_snapshot)| async move {
+            let history = get_object(source.clone(), object_id.clone(), whole_snapshot).await?;
+            let deliveries = get_object_deliveries(source, object_id).await?;
+            Ok::<_, DashboardError>((history, deliveries))
+        },
+    );
     view! {
         <TopBar/>
         <main>
@@ -93,13 +103,21 @@ fn ObjectBody(h: ObjectHistory, d: ObjectDeliveries) -> impl IntoView {
     // A dedup object has no revisions: its deliveries stand in their place.
     let no_revisions = dedup && h.revisions.is_empty();
     let events_link = format!("/events?q={}", crate::url::urlencode(&h.object_id));
+    let whole_link = format!(
+        "/objects/{}/{}?snapshot=all",
+        crate::url::urlencode(&h.source),
+        crate::url::urlencode(&h.object_id)
+    );
     view! {
         <h1>"Object " <span class="mono">{h.object_id.clone()}</span> <span class="muted">" in " {h.source.clone()}</span></h1>
         <section class="panel">
             {match (h.current_revision, h.current_snapshot.clone(), h.updated_at.clone()) {
                 (Some(revision), Some(snapshot), Some(updated_at)) => view! {
                     <p data-testid="current-revision">"Current revision " <strong>{revision}</strong> ", updated " <LocalTime utc=updated_at/></p>
-                    <pre class="body" tabindex="0"><code>{snapshot}</code></pre>
+                    <pre class="body" data-testid="snapshot" tabindex="0"><code>{snapshot}</code></pre>
+                    {h.snapshot_cut.then(|| view! {
+                        <ShownCut what="snapshot" href=whole_link bytes=h.snapshot_bytes testid="snapshot-cut"/>
+                    })}
                 }.into_any(),
                 _ if dedup => view! {
                     <p data-testid="dedup-note">"The source " <strong>{h.source.clone()}</strong> " deduplicates only: hookbox accepts each of its events once, by its id, and keeps no revisions or snapshot of its objects. " {accepted_words(&d)}</p>

@@ -23,6 +23,8 @@ mod reading;
 mod rejected;
 mod replay;
 mod search;
+mod snapshot_cut;
+mod top_bar;
 
 const PASSWORD: &str = "a long enough password";
 
