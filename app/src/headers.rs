@@ -314,6 +314,8 @@ event_type = "header:X-Event"
                 scheme,
                 recipe: None,
                 token_header: None,
+                public_keys_env: Vec::new(),
+                public_keys: Vec::new(),
                 secrets_env: Vec::new(),
                 keys: Vec::new(),
                 tolerance_secs: 300,

@@ -33,9 +33,11 @@ pub enum Preset {
     Square,
     Hubspot,
     Gitlab,
+    Discord,
+    Sendgrid,
 }
 
-pub const ALL_PRESETS: [Preset; 20] = [
+pub const ALL_PRESETS: [Preset; 22] = [
     Preset::Stripe,
     Preset::Github,
     Preset::Paddle,
@@ -56,6 +58,8 @@ pub const ALL_PRESETS: [Preset; 20] = [
     Preset::Square,
     Preset::Hubspot,
     Preset::Gitlab,
+    Preset::Discord,
+    Preset::Sendgrid,
 ];
 
 impl Preset {
@@ -86,6 +90,8 @@ impl Preset {
             Preset::Square => "square",
             Preset::Hubspot => "hubspot",
             Preset::Gitlab => "gitlab",
+            Preset::Discord => "discord",
+            Preset::Sendgrid => "sendgrid",
         }
     }
 
@@ -98,6 +104,8 @@ impl Preset {
             Preset::Slack => Scheme::Slack,
             Preset::Clerk | Preset::Svix | Preset::Resend => Scheme::StandardWebhooks,
             Preset::Gitlab => Scheme::Token,
+            Preset::Discord => Scheme::Discord,
+            Preset::Sendgrid => Scheme::Sendgrid,
             _ => Scheme::Hmac,
         }
     }
@@ -232,6 +240,13 @@ impl Preset {
                 Some(at("/object_attributes/id")),
                 header("x-gitlab-event"),
             ),
+            Preset::Discord => (at("/id"), Some(at("/data/id")), at("/type")),
+            // A batch, as HubSpot's.
+            Preset::Sendgrid => (
+                at("/0/sg_event_id"),
+                Some(at("/0/sg_message_id")),
+                at("/0/event"),
+            ),
             // A batch: the first event names the delivery.
             Preset::Hubspot => (
                 at("/0/eventId"),
@@ -257,7 +272,8 @@ impl Preset {
 /// decides, so a Slack source configured key by key answers it too.
 ///
 /// Slack: saving an Events API request URL sends `{"type":"url_verification","challenge":"…"}`,
-/// which expects `{"challenge":"…"}` back.
+/// which expects `{"challenge":"…"}` back. Discord: an interactions endpoint is checked with a
+/// PING, `{"type":1}`, which expects `{"type":1}` back.
 pub fn handshake_answer(scheme: Scheme, body: &[u8]) -> Option<serde_json::Value> {
     #[derive(serde::Deserialize)]
     struct UrlVerification {
@@ -265,11 +281,21 @@ pub fn handshake_answer(scheme: Scheme, body: &[u8]) -> Option<serde_json::Value
         kind: String,
         challenge: String,
     }
+    #[derive(serde::Deserialize)]
+    struct Interaction {
+        #[serde(rename = "type")]
+        kind: i64,
+    }
     match scheme {
         Scheme::Slack => {
             let request: UrlVerification = serde_json::from_slice(body).ok()?;
             (request.kind == "url_verification")
                 .then(|| serde_json::json!({ "challenge": request.challenge }))
+        }
+        // Discord: a PING (`{"type":1}`) is answered with a PONG.
+        Scheme::Discord => {
+            let request: Interaction = serde_json::from_slice(body).ok()?;
+            (request.kind == 1).then(|| serde_json::json!({ "type": 1 }))
         }
         _ => None,
     }

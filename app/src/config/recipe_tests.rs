@@ -238,3 +238,55 @@ fn a_token_source_names_its_header_and_basic_takes_user_password() {
         "hookbox.toml: source pm: secrets_env: the secret in S: secret is not user:password"
     );
 }
+
+#[test]
+fn public_keys_are_read_for_their_scheme_and_a_bad_one_stops_start_up_naming_it() {
+    let text = r#"
+[[sources]]
+name = "stdwh"
+scheme = "standard-webhooks"
+secrets_env = ["STDWH_SECRET"]
+public_keys_env = ["STDWH_PUBLIC_KEY"]
+"#;
+    let good = "whpk_Wt+q6hwenv+i22xieiDnqkg+I5QIzC3v45i9fjjGJFs=";
+    let config = parse(
+        text,
+        &[
+            ("STDWH_SECRET", "whsec_c2VjcmV0"),
+            ("STDWH_PUBLIC_KEY", good),
+        ],
+    )
+    .unwrap();
+    let source = config.source("stdwh").unwrap();
+    assert_eq!((source.keys.len(), source.public_keys.len()), (1, 1));
+    // Public keys alone are enough for a public-key scheme.
+    let keys_only = text.replace("secrets_env = [\"STDWH_SECRET\"]\n", "");
+    assert!(parse(&keys_only, &[("STDWH_PUBLIC_KEY", good)]).is_ok());
+    let e = problem(
+        text,
+        &[
+            ("STDWH_SECRET", "whsec_c2VjcmV0"),
+            (
+                "STDWH_PUBLIC_KEY",
+                "whpk_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHg==",
+            ),
+        ],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source stdwh: public_keys_env: the public key in STDWH_PUBLIC_KEY decodes to 31 bytes, not the 32 of an Ed25519 key"
+    );
+    let e = problem("[[sources]]\nname = \"d\"\npreset = \"discord\"\n", &[]);
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source d: public_keys_env: must name at least one environment variable: scheme discord verifies public keys"
+    );
+    let e = problem(
+        "[[sources]]\nname = \"shop\"\nscheme = \"stripe\"\nsecrets_env = [\"S\"]\npublic_keys_env = [\"K\"]\n",
+        &[("S", "s3cret"), ("K", good)],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source shop: public_keys_env: scheme stripe verifies no public keys"
+    );
+}

@@ -6,8 +6,9 @@ use super::destinations;
 use super::keys::{Keys, valid_env_name};
 use crate::envelope::{Field, FieldRef, Mapping, Mode};
 use crate::providers::{ALL_PRESETS, Preset};
+use crate::schemes::public_key::{parse_public_key, takes_public_keys};
 use crate::schemes::recipe::RECIPE_KEYS;
-use crate::schemes::{Auth, Recipe, Scheme, SecretKey};
+use crate::schemes::{Auth, PublicKey, Recipe, Scheme, SecretKey};
 
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 
@@ -26,6 +27,7 @@ const SOURCE_KEYS: &[&str] = &[
     "event_type",
     "forward",
     "token_header",
+    "public_keys_env",
 ];
 
 /// Every key a source may have: its own and a recipe's.
@@ -44,6 +46,10 @@ pub struct Source {
     pub recipe: Option<Recipe>,
     /// `scheme = "token"`: the header the token is in (lower case).
     pub token_header: Option<String>,
+    /// The names of the variables the public keys came from (`public_keys_env`), in order.
+    pub public_keys_env: Vec<String>,
+    /// A public-key scheme's keys (Standard Webhooks `v1a`, Discord, SendGrid): any verifies.
+    pub public_keys: Vec<PublicKey>,
     /// The names of the environment variables the keys came from, in order (never the values).
     pub secrets_env: Vec<String>,
     /// The first key signs in `hookbox send`; any key verifies.
@@ -105,10 +111,12 @@ pub(super) fn read_source(
         public_url,
     );
     let token_header = read_token_header(&mut keys, scheme, preset);
+    let (public_keys_env, public_keys) = read_public_keys(&mut keys, scheme, env);
     let auth = scheme.map(|scheme| Auth {
         scheme,
         recipe: recipe.as_ref(),
         token_header: token_header.as_deref(),
+        public_keys: &public_keys,
     });
 
     let secrets_env = keys.strings("secrets_env").unwrap_or_default();
@@ -121,7 +129,10 @@ pub(super) fn read_source(
             );
         }
     } else {
-        if secrets_env.is_empty() && !keys.has_refused("secrets_env") {
+        // A public-key scheme may verify with its public keys alone.
+        let keys_instead = scheme.is_some_and(takes_public_keys)
+            && (!public_keys_env.is_empty() || scheme != Some(Scheme::StandardWebhooks));
+        if secrets_env.is_empty() && !keys.has_refused("secrets_env") && !keys_instead {
             keys.problem("secrets_env", "must name at least one environment variable");
         }
         for var in &secrets_env {
@@ -181,6 +192,8 @@ pub(super) fn read_source(
             scheme,
             recipe,
             token_header,
+            public_keys_env,
+            public_keys,
             secrets_env,
             keys: secret_keys,
             tolerance_secs,
@@ -272,6 +285,64 @@ fn read_token_header(
     }
 }
 
+/// `public_keys_env`: the variables holding a public-key scheme's keys, each parsed for the
+/// scheme (a key that does not decode is named by its variable). Discord and SendGrid need at
+/// least one; beside a scheme without public keys it is a problem.
+fn read_public_keys(
+    keys: &mut Keys<'_>,
+    scheme: Option<Scheme>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<String>, Vec<PublicKey>) {
+    let names = keys.strings("public_keys_env").unwrap_or_default();
+    let Some(scheme) = scheme else {
+        return (names, Vec::new());
+    };
+    if !takes_public_keys(scheme) {
+        if !names.is_empty() {
+            keys.problem(
+                "public_keys_env",
+                format!("scheme {} verifies no public keys", scheme.name()),
+            );
+        }
+        return (Vec::new(), Vec::new());
+    }
+    if names.is_empty()
+        && scheme != Scheme::StandardWebhooks
+        && !keys.has_refused("public_keys_env")
+    {
+        keys.problem(
+            "public_keys_env",
+            format!(
+                "must name at least one environment variable: scheme {} verifies public keys",
+                scheme.name()
+            ),
+        );
+    }
+    let mut parsed = Vec::new();
+    for var in &names {
+        if !valid_env_name(var) {
+            keys.problem(
+                "public_keys_env",
+                "lists something that is not an environment variable name (letters, digits, _)",
+            );
+            continue;
+        }
+        match env(var).filter(|v| !v.is_empty()) {
+            None => keys.problem(
+                "public_keys_env",
+                format!("environment variable {var} is unset or empty"),
+            ),
+            Some(value) => match parse_public_key(scheme, &value) {
+                Ok(key) => parsed.push(key),
+                Err(why) => {
+                    keys.problem("public_keys_env", format!("the public key in {var} {why}"))
+                }
+            },
+        }
+    }
+    (names, parsed)
+}
+
 impl Source {
     /// How the source authenticates: its scheme, with its recipe.
     pub fn auth(&self) -> Auth<'_> {
@@ -279,6 +350,7 @@ impl Source {
             scheme: self.scheme,
             recipe: self.recipe.as_ref(),
             token_header: self.token_header.as_deref(),
+            public_keys: &self.public_keys,
         }
     }
 }

@@ -183,12 +183,20 @@ fn a_preset_sets_scheme_mode_and_mapping() {
 #[test]
 fn every_preset_is_a_complete_source() {
     for preset in ALL_PRESETS {
-        let secret = match preset.scheme() {
-            Scheme::StandardWebhooks => "whsec_c2VjcmV0",
-            _ => "secret",
+        let (secret, keys_key) = match preset.scheme() {
+            Scheme::StandardWebhooks => ("whsec_c2VjcmV0", "secrets_env"),
+            Scheme::Discord => (
+                "537ff99cf7c1dc81a05ec179609d7cc7580c083c180e45db8bf3067993620263",
+                "public_keys_env",
+            ),
+            Scheme::Sendgrid => (
+                "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAESogOL/8AsmQFV9u64GxQjUYYl7C9NwhmgQFhOGHCl2qRJ8y/Ox08TkymbFRtNrArAh91PP/HTtI3pjPHChEFGA==",
+                "public_keys_env",
+            ),
+            _ => ("secret", "secrets_env"),
         };
         let text = format!(
-            "[server]\npublic_url = \"https://hooks.example.com\"\n[[sources]]\nname = \"p\"\npreset = \"{}\"\nsecrets_env = [\"S\"]\n",
+            "[server]\npublic_url = \"https://hooks.example.com\"\n[[sources]]\nname = \"p\"\npreset = \"{}\"\n{keys_key} = [\"S\"]\n",
             preset.name()
         );
         let config = parse(&text, &[("S", secret)]).expect("valid");

@@ -20,6 +20,7 @@ mod shared;
 mod github;
 mod hmac_sha256;
 mod paddle;
+pub mod public_key;
 pub mod recipe;
 mod shared_secret;
 mod shopify;
@@ -29,6 +30,7 @@ mod stripe;
 
 pub use auth::Auth;
 pub use error::AuthError;
+pub use public_key::PublicKey;
 pub use recipe::{Recipe, Request};
 
 use std::fmt;
@@ -53,6 +55,10 @@ pub enum Scheme {
     Token,
     /// HTTP Basic authentication with secrets `user:password`.
     Basic,
+    /// Discord's Ed25519 signatures, with the application's public keys (through [`Auth`]).
+    Discord,
+    /// SendGrid's ECDSA P-256 signatures, with its verification keys (through [`Auth`]).
+    Sendgrid,
     None,
 }
 
@@ -73,7 +79,13 @@ impl Scheme {
     pub fn from_name(name: &str) -> Option<Scheme> {
         ALL_SCHEMES
             .into_iter()
-            .chain([Scheme::Hmac, Scheme::Token, Scheme::Basic])
+            .chain([
+                Scheme::Hmac,
+                Scheme::Token,
+                Scheme::Basic,
+                Scheme::Discord,
+                Scheme::Sendgrid,
+            ])
             .find(|scheme| scheme.name() == name)
     }
 
@@ -90,6 +102,8 @@ impl Scheme {
             Scheme::Hmac => "hmac",
             Scheme::Token => "token",
             Scheme::Basic => "basic",
+            Scheme::Discord => "discord",
+            Scheme::Sendgrid => "sendgrid",
             Scheme::None => "none",
         }
     }
@@ -111,6 +125,8 @@ impl Scheme {
             Scheme::Shopify => &["x-shopify-hmac-sha256"],
             Scheme::Slack => &["x-slack-signature"],
             Scheme::HmacSha256 => &["x-hookbox-signature"],
+            Scheme::Discord => &["x-signature-ed25519"],
+            Scheme::Sendgrid => &["x-twilio-email-event-webhook-signature"],
             // The source's recipe names it ([`Auth::signature_headers`]); a token or Basic
             // credentials are the secret itself, redacted as credentials, never kept.
             Scheme::Hmac | Scheme::Token | Scheme::Basic | Scheme::None => &[],
@@ -124,7 +140,9 @@ impl Scheme {
             | Scheme::Stripe
             | Scheme::Paddle
             | Scheme::Slack
-            | Scheme::HmacSha256 => true,
+            | Scheme::HmacSha256
+            | Scheme::Discord
+            | Scheme::Sendgrid => true,
             Scheme::Github
             | Scheme::Shopify
             | Scheme::Hmac
@@ -185,6 +203,16 @@ impl Scheme {
             Scheme::Token => "a shared token in a header, equal to a secret; nothing is signed, \
                  so a captured request stays valid"
                 .to_string(),
+            Scheme::Discord => format!(
+                "Discord: Ed25519 of X-Signature-Timestamp and the body, hex, in \
+                 X-Signature-Ed25519, with the application's public keys{}",
+                within()
+            ),
+            Scheme::Sendgrid => format!(
+                "SendGrid: ECDSA P-256 with SHA-256 of the timestamp and the body, base64 DER, in \
+                 X-Twilio-Email-Event-Webhook-Signature, with its verification keys{}",
+                within()
+            ),
             Scheme::Basic => "HTTP Basic authentication, user:password equal to a secret; \
                  nothing is signed, so a captured request stays valid"
                 .to_string(),
@@ -214,6 +242,10 @@ impl Scheme {
             | Scheme::Hmac
             | Scheme::Token => raw_secret(secret),
             Scheme::Basic => shared_secret::parse_basic_secret(secret),
+            Scheme::Discord | Scheme::Sendgrid => Err(format!(
+                "scheme {} verifies public keys: give them in public_keys_env, not secrets",
+                self.name()
+            )),
         }
     }
 
@@ -245,6 +277,9 @@ impl Scheme {
             Scheme::Hmac => Err(AuthError::Malformed("the source has no recipe")),
             Scheme::Token => Err(AuthError::Malformed("the source names no token header")),
             Scheme::Basic => shared_secret::verify_basic(headers, keys),
+            Scheme::Discord | Scheme::Sendgrid => {
+                Err(AuthError::Malformed("the source has no public keys"))
+            }
             Scheme::None => Ok(()),
         }
     }
@@ -270,7 +305,10 @@ impl Scheme {
             Scheme::Slack => slack::sign(key, body, now),
             Scheme::HmacSha256 => hmac_sha256::sign(key, body, now),
             Scheme::Basic => shared_secret::sign_basic(&SecretKey(key.to_vec())),
-            Scheme::Hmac | Scheme::Token | Scheme::None => Vec::new(),
+            // A public-key scheme signs with a private key hookbox never has.
+            Scheme::Hmac | Scheme::Token | Scheme::Discord | Scheme::Sendgrid | Scheme::None => {
+                Vec::new()
+            }
         }
     }
 }

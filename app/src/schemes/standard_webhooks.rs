@@ -11,6 +11,7 @@ use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use http::{HeaderMap, HeaderName};
 
+use super::public_key::{PublicKey, ed25519_verifies};
 use super::shared::{check_tolerance, header, hmac_sha256, match_any, parse_unix};
 use super::{AuthError, SecretKey};
 
@@ -75,6 +76,19 @@ pub(super) fn verify(
     tolerance_secs: u64,
     now: i64,
 ) -> Result<(), AuthError> {
+    verify_with(headers, body, keys, &[], tolerance_secs, now)
+}
+
+/// [`verify`] with the source's public keys too: a `v1` entry is checked against the secrets
+/// only, a `v1a` entry (Ed25519, base64) against the public keys only; one match is enough.
+pub(super) fn verify_with(
+    headers: &HeaderMap,
+    body: &[u8],
+    keys: &[SecretKey],
+    public_keys: &[PublicKey],
+    tolerance_secs: u64,
+    now: i64,
+) -> Result<(), AuthError> {
     let id = either(headers, ID, SVIX_ID, "webhook-id and svix-id differ")?;
     let timestamp_text = either(
         headers,
@@ -98,21 +112,41 @@ pub(super) fn verify(
         .ok_or(AuthError::Malformed("webhook-timestamp is not an integer"))?;
     check_tolerance(timestamp, now, tolerance_secs)?;
 
-    // Entries are `version,signature`; only v1 is HMAC-SHA256. Others (v1a is ed25519) and
+    // Entries are `version,signature`: v1 is HMAC-SHA256, v1a Ed25519. Other versions and
     // entries without a comma are skipped, as the reference libraries do.
-    let candidates: Vec<&str> = signatures
-        .split(' ')
-        .filter_map(|entry| entry.split_once(','))
-        .filter(|(version, _)| *version == "v1")
-        .map(|(_, signature)| signature)
-        .collect();
-
-    match_any(keys, &candidates, |key| {
+    let entries = |wanted: &'static str| {
+        signatures
+            .split(' ')
+            .filter_map(|entry| entry.split_once(','))
+            .filter(move |(version, _)| *version == wanted)
+            .map(|(_, signature)| signature)
+    };
+    let candidates: Vec<&str> = entries("v1").collect();
+    let hmac = match_any(keys, &candidates, |key| {
         let mac = hmac_sha256(
             key,
             &[id.as_bytes(), b".", timestamp_text.as_bytes(), b".", body],
         )?;
         Some(STANDARD.encode(mac))
+    });
+    if hmac.is_ok() || public_keys.is_empty() {
+        return hmac;
+    }
+    let signed = [id.as_bytes(), b".", timestamp_text.as_bytes(), b".", body];
+    let mut tried = candidates.len();
+    for signature in entries("v1a") {
+        tried += 1;
+        let Ok(signature) = STANDARD.decode(signature) else {
+            continue;
+        };
+        if ed25519_verifies(public_keys, &signed, &signature) {
+            return Ok(());
+        }
+    }
+    let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+    Err(AuthError::NoMatchingSignature {
+        signatures: count(tried),
+        secrets: count(keys.len() + public_keys.len()),
     })
 }
 

@@ -26,6 +26,11 @@ pub struct Vector {
     /// Several configured secrets: any one verifies.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// A public-key scheme's key, or several (any one verifies).
+    #[serde(default)]
+    pub public_key: Option<String>,
+    #[serde(default)]
+    pub public_keys: Vec<String>,
     pub headers: BTreeMap<String, String>,
     pub body: String,
     pub now: Option<i64>,
@@ -50,6 +55,15 @@ impl Vector {
             self.secret.iter().map(String::as_str).collect()
         } else {
             self.secrets.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// The configured public keys: `public_keys`, else the one `public_key`.
+    pub fn all_public_keys(&self) -> Vec<&str> {
+        if self.public_keys.is_empty() {
+            self.public_key.iter().map(String::as_str).collect()
+        } else {
+            self.public_keys.iter().map(String::as_str).collect()
         }
     }
 

@@ -18,6 +18,7 @@ use std::path::Path;
 
 mod deliveries;
 mod presets;
+mod public_keys;
 mod recipes;
 mod secrets;
 mod send;

@@ -4,6 +4,7 @@
 
 use http::HeaderName;
 
+use super::public_key::{PublicKey, verify_discord, verify_sendgrid};
 use super::recipe::{Recipe, Request};
 use super::{AuthError, Scheme, SecretKey};
 
@@ -14,6 +15,8 @@ pub struct Auth<'a> {
     pub scheme: Scheme,
     pub recipe: Option<&'a Recipe>,
     pub token_header: Option<&'a str>,
+    /// The public keys of a public-key scheme (`public_keys_env`).
+    pub public_keys: &'a [PublicKey],
 }
 
 impl Auth<'_> {
@@ -76,8 +79,30 @@ impl Auth<'_> {
         tolerance_secs: u64,
         now: i64,
     ) -> Result<(), AuthError> {
-        if let (Scheme::Token, Some(name)) = (self.scheme, self.token_header) {
-            return super::shared_secret::verify_token(request.headers, name, keys);
+        let (headers, body) = (request.headers, request.body);
+        match self.scheme {
+            Scheme::Token => {
+                if let Some(name) = self.token_header {
+                    return super::shared_secret::verify_token(headers, name, keys);
+                }
+            }
+            Scheme::StandardWebhooks => {
+                return super::standard_webhooks::verify_with(
+                    headers,
+                    body,
+                    keys,
+                    self.public_keys,
+                    tolerance_secs,
+                    now,
+                );
+            }
+            Scheme::Discord => {
+                return verify_discord(headers, body, self.public_keys, tolerance_secs, now);
+            }
+            Scheme::Sendgrid => {
+                return verify_sendgrid(headers, body, self.public_keys, tolerance_secs, now);
+            }
+            _ => {}
         }
         match self.recipe {
             Some(recipe) => recipe.verify(request, keys, tolerance_secs, now),
@@ -104,3 +129,6 @@ impl Auth<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+//! The schemes that read settings of their source, through [`Auth`]: tokens and Basic
+//! credentials, and public-key signatures (Standard Webhooks `v1a`, Discord, SendGrid), each
+//! against its provider's vectors; a public key that does not decode is refused saying why.
+#![allow(clippy::unwrap_used)]
+
+use super::super::public_key::parse_public_key;
+use super::super::testkit::{Vector, run_vectors_with};
+use super::*;
+use http::HeaderMap;
+
+/// Runs `file`'s vectors through `auth`, with each vector's secrets and public keys.
+fn run(auth: Auth<'_>, file: &str) -> usize {
+    let path = format!("{}/tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
+    run_vectors_with(&path, |v: &Vector| {
+        if v.challenge_response.is_some() {
+            return None;
+        }
+        let keys = v
+            .all_secrets()
+            .into_iter()
+            .map(|secret| auth.parse_secret(secret))
+            .collect::<Result<Vec<_>, _>>();
+        let public_keys = v
+            .all_public_keys()
+            .into_iter()
+            .map(|key| parse_public_key(auth.scheme, key))
+            .collect::<Result<Vec<_>, _>>();
+        let (keys, public_keys) = match (keys, public_keys) {
+            (Ok(keys), Ok(public_keys)) => (keys, public_keys),
+            (Err(why), _) | (_, Err(why)) => return Some(Err(format!("key refused: {why}"))),
+        };
+        let headers = v.header_map();
+        let request = Request {
+            method: "POST",
+            url: None,
+            headers: &headers,
+            body: v.body.as_bytes(),
+        };
+        let auth = Auth {
+            public_keys: &public_keys,
+            ..auth
+        };
+        Some(
+            auth.verify(&request, &keys, 300, v.now())
+                .map_err(|e| e.to_string()),
+        )
+    })
+}
+
+fn auth(scheme: Scheme) -> Auth<'static> {
+    Auth {
+        scheme,
+        recipe: None,
+        token_header: None,
+        public_keys: &[],
+    }
+}
+
+#[test]
+fn public_key_signatures_pass_their_vectors() {
+    assert_eq!(
+        run(auth(Scheme::StandardWebhooks), "standard-webhooks-v1a.json"),
+        14
+    );
+    assert_eq!(run(auth(Scheme::Discord), "discord.json"), 9);
+    assert_eq!(run(auth(Scheme::Sendgrid), "sendgrid.json"), 13);
+    // Today's Standard Webhooks vectors still pass with public keys beside the secrets.
+    assert!(run(auth(Scheme::StandardWebhooks), "standard-webhooks.json") >= 20);
+}
+
+#[test]
+fn a_public_key_that_does_not_decode_is_refused_saying_why() {
+    let short = parse_public_key(
+        Scheme::StandardWebhooks,
+        "whpk_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHg==",
+    )
+    .unwrap_err();
+    assert_eq!(short, "decodes to 31 bytes, not the 32 of an Ed25519 key");
+    assert_eq!(
+        parse_public_key(Scheme::StandardWebhooks, "whsec_AAAA").unwrap_err(),
+        "is not whpk_ followed by base64"
+    );
+    assert_eq!(
+        parse_public_key(Scheme::Discord, "zz").unwrap_err(),
+        "is not hex"
+    );
+    assert_eq!(
+        parse_public_key(Scheme::Sendgrid, "bm90IGEga2V5").unwrap_err(),
+        "is not a P-256 public key"
+    );
+    assert_eq!(
+        parse_public_key(Scheme::Stripe, "whpk_AAAA").unwrap_err(),
+        "scheme stripe takes no public keys"
+    );
+}
+
+#[test]
+fn tokens_and_basic_credentials_pass_their_vectors() {
+    let token = Auth {
+        token_header: Some("x-gitlab-token"),
+        ..auth(Scheme::Token)
+    };
+    assert_eq!(run(token, "gitlab.json"), 7);
+    let basic = auth(Scheme::Basic);
+    assert_eq!(run(basic, "postmark.json"), 9);
+    assert_eq!(
+        basic.parse_secret("no-colon").unwrap_err(),
+        "secret is not user:password"
+    );
+    // What `hookbox send` sends verifies.
+    let key = basic.parse_secret("user:pass").unwrap();
+    let unsigned = HeaderMap::new();
+    let request = Request {
+        method: "POST",
+        url: None,
+        headers: &unsigned,
+        body: b"{}",
+    };
+    let mut headers = HeaderMap::new();
+    for (name, value) in basic.sign(&key, "", &request, 0) {
+        headers.insert(name, value.parse().unwrap());
+    }
+    let signed = Request {
+        headers: &headers,
+        ..request
+    };
+    assert_eq!(
+        basic.verify(&signed, std::slice::from_ref(&key), 300, 0),
+        Ok(())
+    );
+    assert_eq!(
+        basic.verify(&request, std::slice::from_ref(&key), 300, 0),
+        Err(AuthError::MissingHeader("authorization".into()))
+    );
+}
