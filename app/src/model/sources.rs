@@ -46,6 +46,8 @@ pub struct Silence {
 pub struct SourcesPage {
     pub sources: Vec<SourceSummary>,
     pub retention_days: u32,
+    /// `[server] public_url`: the origin senders post to, when configured.
+    pub public_url: Option<String>,
     /// The page's time, RFC 3339.
     pub now: String,
 }

@@ -160,20 +160,10 @@ pub fn EventsPage() -> impl IntoView {
         )
     });
     let live = RwSignal::new(true);
-    let tick = RwSignal::new(0u64);
-    #[cfg(feature = "hydrate")]
-    {
-        if let Ok(handle) = set_interval_with_handle(
-            move || {
-                if live.get_untracked() && filter.with_untracked(|(_, cursor)| cursor.is_none()) {
-                    tick.update(|t| *t += 1);
-                }
-            },
-            std::time::Duration::from_secs(5),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    }
+    // The first page refreshes while Live is on and the tab is visible, as every live page.
+    let tick = crate::components::live::live_tick(move || {
+        live.get_untracked() && filter.with_untracked(|(_, cursor)| cursor.is_none())
+    });
     let page = Resource::new(
         move || (filter.get(), tick.get()),
         |((f, cursor), _)| list_events(f, cursor),

@@ -1,9 +1,8 @@
 //! /sources: each configured source, its endpoint URL, its scheme in words, and when it last received a delivery.
 //!
 //! A source is flagged silent by the rule of the shipped alert `HookboxSourceSilent`
-//! (`db::sources::rule`), read from the archive. hookbox has no setting for its public address,
-//! so the endpoint's URL is the path on the origin this browser reached hookbox at, and the page
-//! says so.
+//! (`db::sources::rule`), read from the archive. The endpoint's URL is on `[server] public_url`
+//! when it is set; otherwise on the origin this browser reached hookbox at, and the page says so.
 
 use crate::components::forward::age;
 use crate::components::{Loaded, LocalTime, TopBar};
@@ -23,6 +22,7 @@ pub async fn list_sources() -> Result<Sources, DashboardError> {
     Ok(Sources {
         sources,
         retention_days: config.server.retention_days,
+        public_url: config.server.public_url.clone(),
         now: now.to_rfc3339(),
     })
 }
@@ -62,13 +62,21 @@ pub fn SourcesPage() -> impl IntoView {
                     }.into_any();
                 }
                 let retention = page.retention_days;
+                // The configured public origin, else the browser's (said so).
+                let public = page.public_url.clone();
+                let note = match &page.public_url {
+                    Some(_) => None,
+                    None => Some(view! {
+                        <p class="muted source-origin-note">
+                            "No public_url is set in [server]: each endpoint is shown on the address this browser reached "
+                            "hookbox at. Senders on the internet post to the same path on your load balancer's public address."
+                        </p>
+                    }),
+                };
                 view! {
-                    <p class="muted source-origin-note">
-                        "hookbox has no setting for its public address: each endpoint is shown on the address this browser reached "
-                        "hookbox at. Senders on the internet post to the same path on your load balancer's public address."
-                    </p>
+                    {note}
                     <div class="source-list">
-                        {page.sources.into_iter().map(|s| view! { <SourceCard source=s origin retention/> }).collect_view()}
+                        {page.sources.into_iter().map(|s| view! { <SourceCard source=s origin=public.clone().map_or(origin, |p| RwSignal::new(Some(p))) retention/> }).collect_view()}
                     </div>
                 }.into_any()
             }/>

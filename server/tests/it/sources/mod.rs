@@ -81,6 +81,10 @@ async fn every_source_is_listed_with_its_endpoint_scheme_and_newest_delivery(bac
         ["shop", "sw", "gh", "limited"],
         "the configuration's order"
     );
+    assert_eq!(
+        page.public_url, None,
+        "no [server] public_url in the test config"
+    );
     let shop = of(&page, "shop");
     assert_eq!(shop.path, "/hooks/shop");
     assert_eq!(shop.scheme, "hmac-sha256");
@@ -233,4 +237,33 @@ async fn the_count_is_the_overviews_and_the_newest_is_one_index_seek(backend: Ba
         "{backend:?}: {plan}"
     );
     assert!(!plan.contains("SCAN webhook_events\n"), "{plan}");
+}
+
+both_backends!(the_endpoint_is_on_the_configured_public_url);
+async fn the_endpoint_is_on_the_configured_public_url(backend: Backend) {
+    let mut config = test_config();
+    config.server.public_url = Some("https://hooks.example.com".into());
+    let app = spawn_app_with(backend, config).await;
+    let cookie = signed_in(&app, "vera", Role::Viewer).await;
+    let page = sources_page(&app, &cookie).await;
+    assert_eq!(
+        page.public_url.as_deref(),
+        Some("https://hooks.example.com")
+    );
+    let (status, html) = {
+        let response = app
+            .client
+            .get(app.url("/sources"))
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .expect("the page answers");
+        (response.status(), response.text().await.unwrap_or_default())
+    };
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("https://hooks.example.com/hooks/shop"),
+        "the endpoint on the public URL: {html}"
+    );
+    assert!(!html.contains("No public_url is set"), "{html}");
 }
