@@ -71,10 +71,13 @@ secrets_env = ["ORDERS_SECRET"]
     let expected = format!(
         "{path}: valid, 3 sources (max_body_bytes 1048576, retention_days 90)
 source payments: preset stripe, scheme stripe, dedup, secrets from STRIPE_SECRET, STRIPE_SECRET_OLD, tolerance 300 s
+  checks: Stripe: HMAC-SHA256 of the timestamp and body, hex, as v1 in Stripe-Signature, its timestamp within 5 minutes of hookbox's clock
   event_id /id, object_id /data/object/id, event_type /type
 source shop: preset shopify, scheme shopify, dedup, secrets from SHOPIFY_SECRET
+  checks: Shopify: HMAC-SHA256 of the body, base64, in X-Shopify-Hmac-Sha256; no timestamp is signed, so a captured request stays valid
   event_id [\"header:x-shopify-event-id\", \"header:x-shopify-webhook-id\"], object_id -, event_type header:x-shopify-topic
 source orders: scheme hmac-sha256, snapshot, secrets from ORDERS_SECRET, tolerance 300 s
+  checks: HMAC-SHA256 of the timestamp and body, hex, in X-Hookbox-Signature (t=…,v1=…), its timestamp within 5 minutes of hookbox's clock
   event_id /event_id, object_id /object_id, revision /revision, snapshot /snapshot, event_type /type
 DATABASE_URL: postgres://***@127.0.0.1:1/none
 LEPTOS_SITE_ADDR: 127.0.0.1:3000
@@ -145,7 +148,7 @@ colour = "blue"
         format!(
             "{f}: server.max_body_bytes: must be at least 1
 {f}: source payments: secrets_env: environment variable STRIPE_SECRET_OLD is unset or empty
-{f}: source clerk: colour: unknown key (known: name, preset, scheme, secrets_env, tolerance_secs, rate_limit_per_sec, mode, event_id, object_id, revision, snapshot, event_type, forward)
+{f}: source clerk: colour: unknown key (known: name, preset, scheme, secrets_env, tolerance_secs, rate_limit_per_sec, mode, event_id, object_id, revision, snapshot, event_type, forward, token_header, public_keys_env, algorithm, signature_header, signature_prefix, signature_separator, signature_encoding, signed, timestamp_header, timestamp_prefix, timestamp_unit, secret_encoding, secret_prefix)
 {f}: source clerk: secrets_env: the secret in CLERK_SECRET: secret is not whsec_ followed by standard base64
 {f}: source clerk: event_id: must name at least one place
 hookbox: {f} has 5 problems
