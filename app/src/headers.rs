@@ -132,7 +132,7 @@ fn mapped_headers(source: &Source) -> impl Iterator<Item = &str> {
         .flat_map(|field| field.places())
         .filter_map(|place| match place {
             FieldRef::Header(name) => Some(name.as_str()),
-            FieldRef::Pointer(_) => None,
+            FieldRef::Pointer(_) | FieldRef::BodyDigest => None,
         })
 }
 

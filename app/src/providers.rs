@@ -35,9 +35,12 @@ pub enum Preset {
     Gitlab,
     Discord,
     Sendgrid,
+    Lemonsqueezy,
+    Calendly,
+    Postmark,
 }
 
-pub const ALL_PRESETS: [Preset; 22] = [
+pub const ALL_PRESETS: [Preset; 25] = [
     Preset::Stripe,
     Preset::Github,
     Preset::Paddle,
@@ -60,6 +63,9 @@ pub const ALL_PRESETS: [Preset; 22] = [
     Preset::Gitlab,
     Preset::Discord,
     Preset::Sendgrid,
+    Preset::Lemonsqueezy,
+    Preset::Calendly,
+    Preset::Postmark,
 ];
 
 impl Preset {
@@ -92,6 +98,9 @@ impl Preset {
             Preset::Gitlab => "gitlab",
             Preset::Discord => "discord",
             Preset::Sendgrid => "sendgrid",
+            Preset::Lemonsqueezy => "lemonsqueezy",
+            Preset::Calendly => "calendly",
+            Preset::Postmark => "postmark",
         }
     }
 
@@ -106,6 +115,7 @@ impl Preset {
             Preset::Gitlab => Scheme::Token,
             Preset::Discord => Scheme::Discord,
             Preset::Sendgrid => Scheme::Sendgrid,
+            Preset::Postmark => Scheme::Basic,
             _ => Scheme::Hmac,
         }
     }
@@ -148,6 +158,21 @@ impl Preset {
             Preset::Sentry => of(Sha256, "sentry-hook-signature", "", Hex, body()),
             Preset::Notion => of(Sha256, "x-notion-signature", "sha256=", Hex, body()),
             Preset::Woocommerce => of(Sha256, "x-wc-webhook-signature", "", Base64, body()),
+            Preset::Lemonsqueezy => of(Sha256, "x-signature", "", Hex, body()),
+            Preset::Calendly => Recipe {
+                signature_separator: Some(','),
+                timestamp: Some((
+                    crate::schemes::recipe::TimestampAt::Entry("t=".into()),
+                    crate::schemes::recipe::TimeUnit::Seconds,
+                )),
+                ..of(
+                    Sha256,
+                    "calendly-webhook-signature",
+                    "v1=",
+                    Hex,
+                    vec![Part::Timestamp, Part::Literal(".".into()), Part::Body],
+                )
+            },
             Preset::Square => of(
                 Sha256,
                 "x-square-hmacsha256-signature",
@@ -241,6 +266,23 @@ impl Preset {
                 header("x-gitlab-event"),
             ),
             Preset::Discord => (at("/id"), Some(at("/data/id")), at("/type")),
+            // No event id is sent: the body's digest names the event, so a retry of the same
+            // body is a duplicate.
+            Preset::Lemonsqueezy => (
+                Field::from(FieldRef::BodyDigest),
+                Some(at("/data/id")),
+                at("/meta/event_name"),
+            ),
+            Preset::Calendly => (
+                Field::from(FieldRef::BodyDigest),
+                Some(at("/payload/uri")),
+                at("/event"),
+            ),
+            Preset::Postmark => (
+                Field::from(FieldRef::BodyDigest),
+                Some(at("/MessageID")),
+                at("/RecordType"),
+            ),
             // A batch, as HubSpot's.
             Preset::Sendgrid => (
                 at("/0/sg_event_id"),

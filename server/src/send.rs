@@ -106,7 +106,7 @@ pub fn delivery_headers(
         .iter()
         .filter_map(|place| match place {
             FieldRef::Header(name) => Some(name),
-            FieldRef::Pointer(_) => None,
+            FieldRef::Pointer(_) | FieldRef::BodyDigest => None,
         })
         .collect();
     let names_the_id = |name: &HeaderName| {

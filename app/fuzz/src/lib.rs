@@ -170,3 +170,233 @@ pub fn signature_header_names(scheme: Scheme) -> Vec<HeaderName> {
         .map(|(name, _)| name)
         .collect()
 }
+
+/// The recipe keys in the order [`recipe_read`] takes their values.
+const RECIPE_TEXT_KEYS: [&str; 10] = [
+    "algorithm",
+    "signature_header",
+    "signature_prefix",
+    "signature_separator",
+    "signature_encoding",
+    "timestamp_header",
+    "timestamp_prefix",
+    "timestamp_unit",
+    "secret_encoding",
+    "secret_prefix",
+];
+
+/// Input: up to ten key values separated by `\0` (empty: absent), then the `signed` parts, one
+/// per line. Properties: never a panic; a recipe read is read again, identical, from its own
+/// spelling (what a preset's overrides rely on); its words name its header.
+pub fn recipe_read(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut fields = text.split('\0');
+    let values: Vec<Option<String>> = RECIPE_TEXT_KEYS
+        .iter()
+        .map(|_| fields.next().filter(|v| !v.is_empty()).map(str::to_string))
+        .collect();
+    let signed: Option<Vec<String>> = fields
+        .next()
+        .map(|list| list.split('\n').map(str::to_string).collect());
+    let value_of = |key: &str| {
+        RECIPE_TEXT_KEYS
+            .iter()
+            .position(|k| *k == key)
+            .and_then(|i| values[i].clone())
+    };
+    let Ok(recipe) = schemes::Recipe::read(value_of, signed) else {
+        return;
+    };
+    let again = schemes::Recipe::read(|key| recipe.spelled(key), Some(recipe.signed_spelled()))
+        .expect("a recipe's own spelling reads");
+    assert_eq!(again, recipe, "the spelling does not round-trip");
+    assert!(recipe.to_string().contains(&recipe.signature_header));
+    let _ = recipe.check(true);
+}
+
+/// The recipes [`recipe_verify`] picks from: one entry in a header, several entries with the
+/// timestamp among them, and the method, URL, a header and a timestamp in milliseconds.
+fn recipe(selector: u8) -> schemes::Recipe {
+    let keys: &[(&str, &str)] = match selector % 3 {
+        0 => &[
+            ("algorithm", "sha1"),
+            ("signature_header", "x-sig"),
+            ("signature_prefix", "sha1="),
+        ],
+        1 => &[
+            ("algorithm", "sha256"),
+            ("signature_header", "x-sig"),
+            ("signature_separator", ","),
+            ("signature_prefix", "v1="),
+            ("timestamp_prefix", "t="),
+        ],
+        _ => &[
+            ("algorithm", "sha512"),
+            ("signature_header", "x-sig"),
+            ("signature_encoding", "base64"),
+            ("timestamp_header", "x-time"),
+            ("timestamp_unit", "ms"),
+        ],
+    };
+    let signed = match selector % 3 {
+        0 => vec!["body".to_string()],
+        1 => vec!["timestamp".into(), "literal:.".into(), "body".into()],
+        _ => vec![
+            "method".into(),
+            "url".into(),
+            "header:x-id".into(),
+            "timestamp".into(),
+            "body".into(),
+        ],
+    };
+    schemes::Recipe::read(
+        |key| {
+            keys.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
+        },
+        Some(signed),
+    )
+    .expect("the fuzz recipes are valid")
+}
+
+/// Input: a selector byte, then `x-sig`, `x-time` and `x-id` values, one per line (`@` is what
+/// the sender sends, `@…` that with `…` appended), then `\0` and the body. The same input also
+/// goes, as headers, to the public-key verifiers (Standard Webhooks `v1a`, Discord, SendGrid)
+/// and the token and Basic checks. Properties: never a panic; the recipe's own signature
+/// verifies, and not with another key.
+pub fn recipe_verify(data: &[u8]) {
+    use schemes::{Auth, Request};
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let (values, body) = match rest.iter().position(|b| *b == 0) {
+        Some(at) => (&rest[..at], &rest[at + 1..]),
+        None => (rest, &[][..]),
+    };
+    let recipe = recipe(selector);
+    let url = "https://hooks.example.com/hooks/fuzz?a=1";
+    let key = recipe.parse_secret("fuzz-secret").expect("a secret");
+    let mut base = HeaderMap::new();
+    base.insert("x-id", HeaderValue::from_static("delivery-1"));
+    let unsigned = Request {
+        method: "POST",
+        url: Some(url),
+        headers: &base,
+        body,
+    };
+    let genuine = recipe.sign(&key, &unsigned, NOW);
+    let mut headers = HeaderMap::new();
+    for (name, value) in ["x-sig", "x-time", "x-id"]
+        .iter()
+        .zip(values.split(|b| *b == b'\n'))
+    {
+        let real = genuine
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| (*name == "x-id").then(|| "delivery-1".to_string()))
+            .unwrap_or_default();
+        let value: Vec<u8> = match value.strip_prefix(b"@") {
+            Some(suffix) => [real.as_bytes(), suffix].concat(),
+            None => value.to_vec(),
+        };
+        if let Ok(value) = HeaderValue::from_bytes(&value) {
+            headers.append(HeaderName::from_static(name), value);
+        }
+    }
+    let request = Request {
+        headers: &headers,
+        ..unsigned
+    };
+    let _ = recipe.verify(&request, std::slice::from_ref(&key), TOLERANCE_SECS, NOW);
+
+    let mut signed = base.clone();
+    for (name, value) in &genuine {
+        signed.insert(name.clone(), value.parse().expect("a header value"));
+    }
+    let signed_request = Request {
+        headers: &signed,
+        ..unsigned
+    };
+    assert!(
+        recipe
+            .verify(
+                &signed_request,
+                std::slice::from_ref(&key),
+                TOLERANCE_SECS,
+                NOW
+            )
+            .is_ok(),
+        "the recipe's own signature fails"
+    );
+    let other = recipe.parse_secret("another-secret").expect("a secret");
+    assert!(
+        recipe
+            .verify(&signed_request, &[other], TOLERANCE_SECS, NOW)
+            .is_err(),
+        "another key verifies"
+    );
+
+    // The same headers, renamed, to the schemes of public keys and shared secrets.
+    let mut others = HeaderMap::new();
+    for (i, name) in [
+        "webhook-signature",
+        "x-signature-ed25519",
+        "x-twilio-email-event-webhook-signature",
+        "authorization",
+        "x-token",
+    ]
+    .iter()
+    .enumerate()
+    {
+        if let Some(value) = values.split(|b| *b == b'\n').nth(i)
+            && let Ok(value) = HeaderValue::from_bytes(value)
+        {
+            others.insert(HeaderName::from_static(name), value);
+        }
+    }
+    for name in [
+        "webhook-id",
+        "webhook-timestamp",
+        "x-signature-timestamp",
+        "x-twilio-email-event-webhook-timestamp",
+    ] {
+        others.insert(name, HeaderValue::from_static("1764460800"));
+    }
+    let ed25519 = schemes::public_key::parse_public_key(
+        Scheme::Discord,
+        "537ff99cf7c1dc81a05ec179609d7cc7580c083c180e45db8bf3067993620263",
+    )
+    .expect("a key");
+    let p256 = schemes::public_key::parse_public_key(
+        Scheme::Sendgrid,
+        "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAESogOL/8AsmQFV9u64GxQjUYYl7C9NwhmgQFhOGHCl2qRJ8y/Ox08TkymbFRtNrArAh91PP/HTtI3pjPHChEFGA==",
+    )
+    .expect("a key");
+    let request = Request {
+        headers: &others,
+        ..unsigned
+    };
+    for (scheme, public_keys) in [
+        (Scheme::StandardWebhooks, std::slice::from_ref(&ed25519)),
+        (Scheme::Discord, std::slice::from_ref(&ed25519)),
+        (Scheme::Sendgrid, std::slice::from_ref(&p256)),
+        (Scheme::Basic, &[][..]),
+        (Scheme::Token, &[][..]),
+    ] {
+        let auth = Auth {
+            scheme,
+            recipe: None,
+            token_header: Some("x-token"),
+            public_keys,
+        };
+        let _ = auth.verify(&request, std::slice::from_ref(&key), TOLERANCE_SECS, NOW);
+    }
+    // And arbitrary text as a public key of each scheme.
+    if let Ok(text) = std::str::from_utf8(values) {
+        for scheme in [Scheme::StandardWebhooks, Scheme::Discord, Scheme::Sendgrid] {
+            let _ = schemes::public_key::parse_public_key(scheme, text);
+        }
+    }
+}

@@ -290,3 +290,24 @@ public_keys_env = ["STDWH_PUBLIC_KEY"]
         "hookbox.toml: source shop: public_keys_env: scheme stripe verifies no public keys"
     );
 }
+
+#[test]
+fn the_bodys_digest_can_only_name_an_event() {
+    let e = problem(
+        "[[sources]]\nname = \"lemon\"\npreset = \"lemonsqueezy\"\nsecrets_env = [\"S\"]\nobject_id = \"body:sha256\"\n",
+        &[("S", "s3cret")],
+    );
+    assert_eq!(
+        e.to_string(),
+        "hookbox.toml: source lemon: object_id: body:sha256 can only be an event_id"
+    );
+    let config = parse(
+        "[[sources]]\nname = \"lemon\"\npreset = \"lemonsqueezy\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "s3cret")],
+    )
+    .unwrap();
+    assert_eq!(
+        config.source("lemon").unwrap().mapping.event_id.to_string(),
+        "body:sha256"
+    );
+}

@@ -419,6 +419,21 @@ fn read_mapping(keys: &mut Keys<'_>, preset: Option<Preset>, mode: Mode) -> Opti
     if mode == Mode::Snapshot && from_header(&snapshot) {
         keys.problem("snapshot", "must be a JSON pointer into the body");
     }
+    // The body's digest names an event, nothing else.
+    for (key, field) in [
+        ("object_id", &object_id),
+        ("revision", &revision),
+        ("snapshot", &snapshot),
+        ("event_type", &event_type),
+    ] {
+        let digest = field
+            .iter()
+            .flat_map(Field::places)
+            .any(|place| matches!(place, FieldRef::BodyDigest));
+        if digest {
+            keys.problem(key, "body:sha256 can only be an event_id");
+        }
+    }
 
     Some(Mapping {
         mode,

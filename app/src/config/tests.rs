@@ -193,6 +193,7 @@ fn every_preset_is_a_complete_source() {
                 "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAESogOL/8AsmQFV9u64GxQjUYYl7C9NwhmgQFhOGHCl2qRJ8y/Ox08TkymbFRtNrArAh91PP/HTtI3pjPHChEFGA==",
                 "public_keys_env",
             ),
+            Scheme::Basic => ("user:secret", "secrets_env"),
             _ => ("secret", "secrets_env"),
         };
         let text = format!(

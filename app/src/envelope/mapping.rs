@@ -26,11 +26,17 @@ pub enum FieldRef {
     Pointer(String),
     /// A request header (`header:<name>` in the config).
     Header(http::HeaderName),
+    /// `sha256:` and the hex SHA-256 of the raw body (`body:sha256` in the config): the event id
+    /// of a provider that sends none, so its retry of the same body is a duplicate.
+    BodyDigest,
 }
 
 impl FieldRef {
-    /// Parses the config spelling: `/a/b` or `header:Name`.
+    /// Parses the config spelling: `/a/b`, `header:Name` or `body:sha256`.
     pub fn parse(spec: &str) -> Result<FieldRef, String> {
+        if spec == "body:sha256" {
+            return Ok(FieldRef::BodyDigest);
+        }
         if let Some(name) = spec.strip_prefix("header:") {
             return http::HeaderName::from_bytes(name.trim().as_bytes())
                 .map(FieldRef::Header)
@@ -40,7 +46,7 @@ impl FieldRef {
             return Ok(FieldRef::Pointer(spec.to_string()));
         }
         Err(format!(
-            "{spec:?} is neither a JSON pointer (\"/field\") nor \"header:<name>\""
+            "{spec:?} is neither a JSON pointer (\"/field\"), \"header:<name>\" nor \"body:sha256\""
         ))
     }
 
@@ -58,6 +64,7 @@ impl FieldRef {
         match self {
             FieldRef::Pointer(p) => p.clone(),
             FieldRef::Header(h) => format!("header {h}"),
+            FieldRef::BodyDigest => "the body's SHA-256".to_string(),
         }
     }
 }
@@ -68,6 +75,7 @@ impl std::fmt::Display for FieldRef {
         match self {
             FieldRef::Pointer(p) => f.write_str(p),
             FieldRef::Header(h) => write!(f, "header:{h}"),
+            FieldRef::BodyDigest => f.write_str("body:sha256"),
         }
     }
 }

@@ -181,3 +181,15 @@ fn fields_print_in_config_spelling() {
         r#"["header:svix-id", "header:webhook-id"]"#
     );
 }
+
+#[test]
+fn the_bodys_digest_names_an_event_a_provider_sends_no_id_for() {
+    let mapping = dedup(first_of(&["body:sha256"]));
+    let body = br#"{"meta":{"event_name":"order_created"}}"#;
+    let envelope = parse_envelope(&mapping, &HeaderMap::new(), body).expect("valid");
+    assert_eq!(
+        envelope.event_id,
+        "sha256:0f449f55c3ce9ae9583a407cd1ef8d1fd5529981506a4772f899377cc7093e66"
+    );
+    assert_eq!(first_of(&["body:sha256"]).to_string(), "body:sha256");
+}

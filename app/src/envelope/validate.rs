@@ -52,6 +52,10 @@ pub fn parse_envelope(
                 FieldRef::Header(name) => headers
                     .get(name)
                     .map(|v| Found::Header(String::from_utf8_lossy(v.as_bytes()).into_owned())),
+                FieldRef::BodyDigest => Some(Found::Header(format!(
+                    "sha256:{}",
+                    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(body))
+                ))),
             }?;
             Some((found, place.describe()))
         })

@@ -92,6 +92,26 @@ const CASES: &[Case] = &[
         object_id: Some("301"),
     },
     Case {
+        preset: Preset::Lemonsqueezy,
+        event_id: "sha256:87c0e5768d9decd6f52089a268691828109a3f981a0e4f7d46e2ce288ae3c2d5",
+        event_type: "order_created",
+        object_id: Some("1"),
+    },
+    Case {
+        preset: Preset::Calendly,
+        event_id: "sha256:3f38c9c1f38a4541d81bf635fef62e1215bd2fbd7e5740d6c06745b181bf6c50",
+        event_type: "invitee.created",
+        object_id: Some(
+            "https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/AAAAAAAAAAAAAAAA",
+        ),
+    },
+    Case {
+        preset: Preset::Postmark,
+        event_id: "sha256:6a41858ce41fad239fea33fb90f1ea49197986b3f067c669675ece27139abdd6",
+        event_type: "Delivery",
+        object_id: Some("00000000-0000-0000-0000-000000000000"),
+    },
+    Case {
         preset: Preset::Resend,
         event_id: "msg_2ZsHQK9pX1mJbYvW8cT4uN6rA3e",
         event_type: "email.delivered",
@@ -101,19 +121,36 @@ const CASES: &[Case] = &[
 
 const CURRENT: &str = "whsec_cHJlc2V0LXNlY3JldC1jdXJyZW50";
 const PREVIOUS: &str = "whsec_cHJlc2V0LXNlY3JldC1wcmV2aW91cw==";
+/// Basic credentials are `user:password`.
+const CURRENT_BASIC: &str = "hooks:cHJlc2V0-current";
+const PREVIOUS_BASIC: &str = "hooks:cHJlc2V0-previous";
+
+/// The preset's current and previous secret.
+fn secrets(preset: Preset) -> (&'static str, &'static str) {
+    match preset.scheme() {
+        app::schemes::Scheme::Basic => (CURRENT_BASIC, PREVIOUS_BASIC),
+        _ => (CURRENT, PREVIOUS),
+    }
+}
 
 /// Every preset of [`CASES`], one source each named after it, with two secrets.
 fn presets_config() -> Config {
     let mut text = String::from("[server]\npublic_url = \"https://hooks.example.com\"\n");
     for case in CASES {
         let name = case.preset.name();
+        let basic = match case.preset.scheme() {
+            app::schemes::Scheme::Basic => "_BASIC",
+            _ => "",
+        };
         text.push_str(&format!(
-            "[[sources]]\nname = \"{name}\"\npreset = \"{name}\"\nsecrets_env = [\"CURRENT\", \"PREVIOUS\"]\n"
+            "[[sources]]\nname = \"{name}\"\npreset = \"{name}\"\nsecrets_env = [\"CURRENT{basic}\", \"PREVIOUS{basic}\"]\n"
         ));
     }
     let env = |name: &str| match name {
         "CURRENT" => Some(CURRENT.to_string()),
         "PREVIOUS" => Some(PREVIOUS.to_string()),
+        "CURRENT_BASIC" => Some(CURRENT_BASIC.to_string()),
+        "PREVIOUS_BASIC" => Some(PREVIOUS_BASIC.to_string()),
         _ => None,
     };
     Config::parse(&text, Path::new("presets.toml"), &env).expect("every preset is valid")
@@ -201,8 +238,10 @@ async fn every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery(
         let mut signature_headers: Vec<&str> = auth.signature_headers();
         signature_headers.extend(auth.token_header);
         signature_headers.extend(["x-hubspot-request-timestamp", "svix-timestamp"]);
+        signature_headers.push("authorization");
         let (body, headers) = provider_delivery(preset, &signature_headers);
-        let current = sign(&config, preset, CURRENT, &headers, &body, now());
+        let (current_secret, previous_secret) = secrets(preset);
+        let current = sign(&config, preset, current_secret, &headers, &body, now());
 
         let accepted = post(&app, preset, &current, &body).await;
         assert_eq!(
@@ -236,14 +275,25 @@ async fn every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery(
         .await;
         let archived = archived[0][0].clone().unwrap();
         assert!(
-            !archived.contains("cHJlc2V0") && !archived.contains("preset-secret"),
+            !archived.contains("cHJlc2V0")
+                && !archived.contains("preset-secret")
+                && !archived.contains("aG9va3M6"),
             "{name}: {archived}"
         );
         let retried = post(&app, preset, &current, &body).await;
         assert_eq!(retried.outcome(), "duplicate", "{name}: {:?}", retried.body);
 
-        // One changed byte of the body; of the token itself where nothing is signed.
+        // One changed byte of the body; where nothing is signed, credentials that are not the
+        // secret.
+        let sends_secret = matches!(
+            auth.scheme,
+            app::schemes::Scheme::Token | app::schemes::Scheme::Basic
+        );
         let tampered = match auth.token_header {
+            None if sends_secret => {
+                let wrong = sign(&config, preset, "hooks:wrong", &headers, &body, now());
+                post(&app, preset, &wrong, &body).await
+            }
             None => {
                 let last = body.rfind(|c: char| c.is_ascii_alphanumeric()).unwrap();
                 let mut changed = body.clone().into_bytes();
@@ -264,13 +314,20 @@ async fn every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery(
         assert_eq!(tampered.status, 401, "{name}");
 
         // The previous secret verifies (the same event: a duplicate, not a 401).
-        let previous = sign(&config, preset, PREVIOUS, &headers, &body, now());
+        let previous = sign(&config, preset, previous_secret, &headers, &body, now());
         let rotated = post(&app, preset, &previous, &body).await;
         assert_eq!(rotated.outcome(), "duplicate", "{name}: {:?}", rotated.body);
 
         let mut refused = 1;
         if auth.has_timestamp() {
-            let stale = sign(&config, preset, CURRENT, &headers, &body, now() - 301);
+            let stale = sign(
+                &config,
+                preset,
+                current_secret,
+                &headers,
+                &body,
+                now() - 301,
+            );
             assert_eq!(
                 post(&app, preset, &stale, &body).await.status,
                 401,

@@ -15,7 +15,7 @@ fn sent_event_id(config: &Config, source: &str, sent: &http::HeaderMap) -> Optio
         .iter()
         .find_map(|place| match place {
             FieldRef::Header(name) => sent.get(name)?.to_str().ok().map(str::to_string),
-            FieldRef::Pointer(_) => None,
+            FieldRef::Pointer(_) | FieldRef::BodyDigest => None,
         })
 }
 
