@@ -329,6 +329,16 @@ fn span(secs: u64) -> String {
 #[derive(Clone)]
 pub struct SecretKey(Vec<u8>);
 
+impl SecretKey {
+    /// Lower-case hex HMAC-SHA256 of `message` under this key: what a provider's handshake
+    /// expects back (Zoom's `encryptedToken`), never a verification.
+    pub fn hmac_sha256_hex(&self, message: &[u8]) -> String {
+        shared::hmac_sha256(&self.0, &[message])
+            .map(hex::encode)
+            .unwrap_or_default()
+    }
+}
+
 impl fmt::Debug for SecretKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("SecretKey(..)")

@@ -82,7 +82,9 @@ async fn ingest_request(
     let now = Utc::now();
     authenticate(state, source, sent, &body, now)?;
     within_rate_limit(state, source, &body)?;
-    if let Some(reply) = providers::handshake_answer(source.scheme, &body) {
+    if let Some(providers::Handshake::Json(reply)) =
+        providers::handshake_answer(source.scheme, source.preset, &source.keys, &body)
+    {
         tracing::info!(source = %source.name, "provider handshake answered (not archived)");
         return Ok(json(StatusCode::OK, reply));
     }

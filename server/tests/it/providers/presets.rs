@@ -112,6 +112,12 @@ const CASES: &[Case] = &[
         object_id: Some("00000000-0000-0000-0000-000000000000"),
     },
     Case {
+        preset: Preset::Zoom,
+        event_id: "sha256:a6ed58c14b67a3d1089f888f289d2d7c308227dfa6d9bed0f937c01243561909",
+        event_type: "meeting.started",
+        object_id: Some("85678901234"),
+    },
+    Case {
         preset: Preset::Resend,
         event_id: "msg_2ZsHQK9pX1mJbYvW8cT4uN6rA3e",
         event_type: "email.delivered",
@@ -237,7 +243,11 @@ async fn every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery(
         let auth = config.source(name).unwrap().auth();
         let mut signature_headers: Vec<&str> = auth.signature_headers();
         signature_headers.extend(auth.token_header);
-        signature_headers.extend(["x-hubspot-request-timestamp", "svix-timestamp"]);
+        signature_headers.extend([
+            "x-hubspot-request-timestamp",
+            "svix-timestamp",
+            "x-zm-request-timestamp",
+        ]);
         signature_headers.push("authorization");
         let (body, headers) = provider_delivery(preset, &signature_headers);
         let (current_secret, previous_secret) = secrets(preset);
@@ -363,4 +373,39 @@ async fn every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery(
             );
         }
     }
+}
+
+both_backends!(zooms_url_validation_is_answered_after_its_signature_and_never_archived);
+async fn zooms_url_validation_is_answered_after_its_signature_and_never_archived(backend: Backend) {
+    let config = presets_config();
+    let app = spawn_app_with(backend, presets_config()).await;
+    let body = r#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1764748799000,"event":"endpoint.url_validation"}"#;
+    let signed = sign(&config, Preset::Zoom, CURRENT, &[], body, now());
+    let answer = post(&app, Preset::Zoom, &signed, body).await;
+    let key = config
+        .source("zoom")
+        .unwrap()
+        .auth()
+        .parse_secret(CURRENT)
+        .unwrap();
+    assert_eq!(
+        (answer.status, answer.body),
+        (
+            200,
+            json!({
+                "plainToken": "qgg8vlvZRS6UYooatFL8Aw",
+                "encryptedToken": key.hmac_sha256_hex(b"qgg8vlvZRS6UYooatFL8Aw")
+            })
+        )
+    );
+    let unsigned = post(&app, Preset::Zoom, &[], body).await;
+    assert_eq!(
+        unsigned.status, 401,
+        "answered only once its signature verifies"
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        0,
+        "a handshake is no event"
+    );
 }

@@ -5,6 +5,10 @@
 //! Every preset is a dedup source: these providers send no revisions, and their event ids are
 //! unique per delivered event (a retry repeats the id).
 
+mod handshake;
+
+pub use handshake::{Handshake, handshake_answer};
+
 use crate::envelope::{Field, FieldRef, Mapping, Mode};
 use crate::schemes::Recipe;
 use crate::schemes::Scheme;
@@ -38,9 +42,10 @@ pub enum Preset {
     Lemonsqueezy,
     Calendly,
     Postmark,
+    Zoom,
 }
 
-pub const ALL_PRESETS: [Preset; 25] = [
+pub const ALL_PRESETS: [Preset; 26] = [
     Preset::Stripe,
     Preset::Github,
     Preset::Paddle,
@@ -66,6 +71,7 @@ pub const ALL_PRESETS: [Preset; 25] = [
     Preset::Lemonsqueezy,
     Preset::Calendly,
     Preset::Postmark,
+    Preset::Zoom,
 ];
 
 impl Preset {
@@ -101,6 +107,7 @@ impl Preset {
             Preset::Lemonsqueezy => "lemonsqueezy",
             Preset::Calendly => "calendly",
             Preset::Postmark => "postmark",
+            Preset::Zoom => "zoom",
         }
     }
 
@@ -159,6 +166,24 @@ impl Preset {
             Preset::Notion => of(Sha256, "x-notion-signature", "sha256=", Hex, body()),
             Preset::Woocommerce => of(Sha256, "x-wc-webhook-signature", "", Base64, body()),
             Preset::Lemonsqueezy => of(Sha256, "x-signature", "", Hex, body()),
+            Preset::Zoom => Recipe {
+                timestamp: Some((
+                    crate::schemes::recipe::TimestampAt::Header("x-zm-request-timestamp".into()),
+                    crate::schemes::recipe::TimeUnit::Seconds,
+                )),
+                ..of(
+                    Sha256,
+                    "x-zm-signature",
+                    "v0=",
+                    Hex,
+                    vec![
+                        Part::Literal("v0:".into()),
+                        Part::Timestamp,
+                        Part::Literal(":".into()),
+                        Part::Body,
+                    ],
+                )
+            },
             Preset::Calendly => Recipe {
                 signature_separator: Some(','),
                 timestamp: Some((
@@ -278,6 +303,11 @@ impl Preset {
                 Some(at("/payload/uri")),
                 at("/event"),
             ),
+            Preset::Zoom => (
+                Field::from(FieldRef::BodyDigest),
+                Some(at("/payload/object/id")),
+                at("/event"),
+            ),
             Preset::Postmark => (
                 Field::from(FieldRef::BodyDigest),
                 Some(at("/MessageID")),
@@ -304,42 +334,6 @@ impl Preset {
             snapshot: None,
             event_type: Some(event_type),
         }
-    }
-}
-
-/// The answer to a provider's handshake request, if `body` is one; `None` for everything else.
-///
-/// A handshake proves the endpoint to the provider and is not an event: it is answered only
-/// after its signature has been verified, and it is not archived. The scheme, not the preset,
-/// decides, so a Slack source configured key by key answers it too.
-///
-/// Slack: saving an Events API request URL sends `{"type":"url_verification","challenge":"…"}`,
-/// which expects `{"challenge":"…"}` back. Discord: an interactions endpoint is checked with a
-/// PING, `{"type":1}`, which expects `{"type":1}` back.
-pub fn handshake_answer(scheme: Scheme, body: &[u8]) -> Option<serde_json::Value> {
-    #[derive(serde::Deserialize)]
-    struct UrlVerification {
-        #[serde(rename = "type")]
-        kind: String,
-        challenge: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct Interaction {
-        #[serde(rename = "type")]
-        kind: i64,
-    }
-    match scheme {
-        Scheme::Slack => {
-            let request: UrlVerification = serde_json::from_slice(body).ok()?;
-            (request.kind == "url_verification")
-                .then(|| serde_json::json!({ "challenge": request.challenge }))
-        }
-        // Discord: a PING (`{"type":1}`) is answered with a PONG.
-        Scheme::Discord => {
-            let request: Interaction = serde_json::from_slice(body).ok()?;
-            (request.kind == 1).then(|| serde_json::json!({ "type": 1 }))
-        }
-        _ => None,
     }
 }
 
@@ -403,36 +397,6 @@ mod tests {
                     "/type"
                 )
             );
-        }
-    }
-
-    #[test]
-    fn slack_url_verification_is_answered_with_its_challenge() {
-        let body = br#"{"token":"t","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
-
-        let answer = handshake_answer(Scheme::Slack, body);
-
-        assert_eq!(
-            answer,
-            Some(serde_json::json!({
-                "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
-            }))
-        );
-    }
-
-    #[test]
-    fn everything_else_is_not_a_handshake() {
-        let challenge = br#"{"type":"url_verification","challenge":"c"}"#;
-        assert_eq!(handshake_answer(Scheme::Stripe, challenge), None);
-        assert_eq!(handshake_answer(Scheme::StandardWebhooks, challenge), None);
-        for body in [
-            &br#"{"type":"event_callback","event_id":"Ev1","event":{"type":"message"}}"#[..],
-            br#"{"type":"url_verification"}"#,
-            br#"{"type":"url_verification","challenge":7}"#,
-            b"not json",
-            b"\xff",
-        ] {
-            assert_eq!(handshake_answer(Scheme::Slack, body), None);
         }
     }
 }

@@ -1,0 +1,139 @@
+//! The answers to providers' handshake requests: requests that prove the endpoint to the
+//! provider and are not events. Each is answered only after its signature has been verified,
+//! and is never archived.
+//!
+//! - Slack (the scheme, so a source configured key by key answers it too): saving an Events API
+//!   request URL sends `{"type":"url_verification","challenge":"…"}`, which expects
+//!   `{"challenge":"…"}` back.
+//! - Discord (the scheme): an interactions endpoint is checked with a PING, `{"type":1}`, which
+//!   expects `{"type":1}` back.
+//! - Zoom (the preset): `endpoint.url_validation` carries `/payload/plainToken` and expects
+//!   `{"plainToken": …, "encryptedToken": hex HMAC-SHA256(secret token, plainToken)}`, with the
+//!   source's first secret.
+
+use super::Preset;
+use crate::schemes::{Scheme, SecretKey};
+
+/// What a handshake is answered with (200).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handshake {
+    Json(serde_json::Value),
+}
+
+/// The answer to a provider's handshake request, if `body` is one; `None` for everything else.
+/// `keys` are the source's secrets, the first one current.
+pub fn handshake_answer(
+    scheme: Scheme,
+    preset: Option<Preset>,
+    keys: &[SecretKey],
+    body: &[u8],
+) -> Option<Handshake> {
+    #[derive(serde::Deserialize)]
+    struct UrlVerification {
+        #[serde(rename = "type")]
+        kind: String,
+        challenge: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Interaction {
+        #[serde(rename = "type")]
+        kind: i64,
+    }
+    #[derive(serde::Deserialize)]
+    struct ZoomValidation {
+        event: String,
+        payload: ZoomToken,
+    }
+    #[derive(serde::Deserialize)]
+    struct ZoomToken {
+        #[serde(rename = "plainToken")]
+        plain_token: String,
+    }
+    let json = match (scheme, preset) {
+        (Scheme::Slack, _) => {
+            let request: UrlVerification = serde_json::from_slice(body).ok()?;
+            (request.kind == "url_verification")
+                .then(|| serde_json::json!({ "challenge": request.challenge }))
+        }
+        (Scheme::Discord, _) => {
+            let request: Interaction = serde_json::from_slice(body).ok()?;
+            (request.kind == 1).then(|| serde_json::json!({ "type": 1 }))
+        }
+        (_, Some(Preset::Zoom)) => {
+            let request: ZoomValidation = serde_json::from_slice(body).ok()?;
+            if request.event != "endpoint.url_validation" {
+                return None;
+            }
+            let token = request.payload.plain_token;
+            let encrypted = keys.first()?.hmac_sha256_hex(token.as_bytes());
+            Some(serde_json::json!({ "plainToken": token, "encryptedToken": encrypted }))
+        }
+        _ => None,
+    }?;
+    Some(Handshake::Json(json))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(scheme: Scheme, body: &[u8]) -> Option<serde_json::Value> {
+        handshake_answer(scheme, None, &[], body).map(|Handshake::Json(json)| json)
+    }
+
+    #[test]
+    fn slack_url_verification_is_answered_with_its_challenge() {
+        let body = br#"{"token":"t","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
+        assert_eq!(
+            answer(Scheme::Slack, body),
+            Some(serde_json::json!({
+                "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
+            }))
+        );
+    }
+
+    #[test]
+    fn zooms_url_validation_is_answered_with_the_token_signed_by_the_current_secret() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/zoom.json");
+        let vectors: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("zoom.json"))
+                .expect("vectors");
+        let challenge = vectors
+            .iter()
+            .find(|v| v.get("challenge_response").is_some())
+            .expect("a challenge vector");
+        let secret = challenge["secret"].as_str().expect("its secret");
+        let key = Scheme::Hmac.parse_secret(secret).expect("a key");
+        let other = Scheme::Hmac.parse_secret("an older secret").expect("a key");
+        let body = challenge["body"].as_str().expect("its body").as_bytes();
+        let answered = handshake_answer(Scheme::Hmac, Some(Preset::Zoom), &[key, other], body)
+            .map(|Handshake::Json(json)| json);
+        assert_eq!(answered.as_ref(), Some(&challenge["challenge_response"]));
+        // Another preset's source, and a Zoom event that is no validation, are not answered.
+        assert_eq!(
+            handshake_answer(Scheme::Hmac, Some(Preset::Lemonsqueezy), &[], body),
+            None
+        );
+        let event = br#"{"event":"meeting.started","payload":{"plainToken":"x"}}"#;
+        assert_eq!(
+            handshake_answer(Scheme::Hmac, Some(Preset::Zoom), &[], event),
+            None
+        );
+    }
+
+    #[test]
+    fn everything_else_is_not_a_handshake() {
+        let challenge = br#"{"type":"url_verification","challenge":"c"}"#;
+        assert_eq!(answer(Scheme::Stripe, challenge), None);
+        assert_eq!(answer(Scheme::StandardWebhooks, challenge), None);
+        for body in [
+            &br#"{"type":"event_callback","event_id":"Ev1","event":{"type":"message"}}"#[..],
+            br#"{"type":"url_verification"}"#,
+            br#"{"type":"url_verification","challenge":7}"#,
+            b"not json",
+            b"\xff",
+        ] {
+            assert_eq!(answer(Scheme::Slack, body), None);
+        }
+    }
+}
