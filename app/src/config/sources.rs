@@ -164,9 +164,11 @@ pub(super) fn read_source(
         }
     }
 
-    let tolerance_secs = keys
-        .number("tolerance_secs", 0)
-        .unwrap_or(DEFAULT_TOLERANCE_SECS);
+    let tolerance_secs = keys.number("tolerance_secs", 0).unwrap_or_else(|| {
+        preset
+            .and_then(Preset::tolerance_secs)
+            .unwrap_or(DEFAULT_TOLERANCE_SECS)
+    });
     let rate_limit_per_sec = keys.number("rate_limit_per_sec", 1);
 
     let mode = match keys.string("mode").as_deref() {

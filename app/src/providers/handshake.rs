@@ -10,6 +10,8 @@
 //! - Zoom (the preset): `endpoint.url_validation` carries `/payload/plainToken` and expects
 //!   `{"plainToken": …, "encryptedToken": hex HMAC-SHA256(secret token, plainToken)}`, with the
 //!   source's first secret.
+//! - Twitch (the preset): `Twitch-Eventsub-Message-Type: webhook_callback_verification` expects
+//!   the body's `/challenge` back as plain text.
 
 use super::Preset;
 use crate::schemes::{Scheme, SecretKey};
@@ -18,6 +20,7 @@ use crate::schemes::{Scheme, SecretKey};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Handshake {
     Json(serde_json::Value),
+    Text(String),
 }
 
 /// The answer to a provider's handshake request, if `body` is one; `None` for everything else.
@@ -26,8 +29,21 @@ pub fn handshake_answer(
     scheme: Scheme,
     preset: Option<Preset>,
     keys: &[SecretKey],
+    headers: &http::HeaderMap,
     body: &[u8],
 ) -> Option<Handshake> {
+    #[derive(serde::Deserialize)]
+    struct Challenge {
+        challenge: String,
+    }
+    if preset == Some(Preset::Twitch) {
+        let kind = headers.get("twitch-eventsub-message-type")?;
+        if kind.as_bytes() != b"webhook_callback_verification" {
+            return None;
+        }
+        let request: Challenge = serde_json::from_slice(body).ok()?;
+        return Some(Handshake::Text(request.challenge));
+    }
     #[derive(serde::Deserialize)]
     struct UrlVerification {
         #[serde(rename = "type")]
@@ -78,7 +94,10 @@ mod tests {
     use super::*;
 
     fn answer(scheme: Scheme, body: &[u8]) -> Option<serde_json::Value> {
-        handshake_answer(scheme, None, &[], body).map(|Handshake::Json(json)| json)
+        match handshake_answer(scheme, None, &[], &http::HeaderMap::new(), body) {
+            Some(Handshake::Json(json)) => Some(json),
+            _ => None,
+        }
     }
 
     #[test]
@@ -106,17 +125,43 @@ mod tests {
         let key = Scheme::Hmac.parse_secret(secret).expect("a key");
         let other = Scheme::Hmac.parse_secret("an older secret").expect("a key");
         let body = challenge["body"].as_str().expect("its body").as_bytes();
-        let answered = handshake_answer(Scheme::Hmac, Some(Preset::Zoom), &[key, other], body)
-            .map(|Handshake::Json(json)| json);
-        assert_eq!(answered.as_ref(), Some(&challenge["challenge_response"]));
+        let none = http::HeaderMap::new();
+        let answered =
+            handshake_answer(Scheme::Hmac, Some(Preset::Zoom), &[key, other], &none, body);
+        assert_eq!(
+            answered,
+            Some(Handshake::Json(challenge["challenge_response"].clone()))
+        );
         // Another preset's source, and a Zoom event that is no validation, are not answered.
         assert_eq!(
-            handshake_answer(Scheme::Hmac, Some(Preset::Lemonsqueezy), &[], body),
+            handshake_answer(Scheme::Hmac, Some(Preset::Lemonsqueezy), &[], &none, body),
             None
         );
         let event = br#"{"event":"meeting.started","payload":{"plainToken":"x"}}"#;
         assert_eq!(
-            handshake_answer(Scheme::Hmac, Some(Preset::Zoom), &[], event),
+            handshake_answer(Scheme::Hmac, Some(Preset::Zoom), &[], &none, event),
+            None
+        );
+    }
+
+    #[test]
+    fn twitchs_callback_verification_is_answered_with_its_challenge_as_text() {
+        let mut headers = http::HeaderMap::new();
+        let body = br#"{"challenge":"pogchamp-kappa-360noscope-vohiyo","subscription":{"type":"channel.follow"}}"#;
+        headers.insert(
+            "twitch-eventsub-message-type",
+            http::HeaderValue::from_static("webhook_callback_verification"),
+        );
+        assert_eq!(
+            handshake_answer(Scheme::Hmac, Some(Preset::Twitch), &[], &headers, body),
+            Some(Handshake::Text("pogchamp-kappa-360noscope-vohiyo".into()))
+        );
+        headers.insert(
+            "twitch-eventsub-message-type",
+            http::HeaderValue::from_static("notification"),
+        );
+        assert_eq!(
+            handshake_answer(Scheme::Hmac, Some(Preset::Twitch), &[], &headers, body),
             None
         );
     }

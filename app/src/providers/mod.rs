@@ -43,9 +43,10 @@ pub enum Preset {
     Calendly,
     Postmark,
     Zoom,
+    Twitch,
 }
 
-pub const ALL_PRESETS: [Preset; 26] = [
+pub const ALL_PRESETS: [Preset; 27] = [
     Preset::Stripe,
     Preset::Github,
     Preset::Paddle,
@@ -72,6 +73,7 @@ pub const ALL_PRESETS: [Preset; 26] = [
     Preset::Calendly,
     Preset::Postmark,
     Preset::Zoom,
+    Preset::Twitch,
 ];
 
 impl Preset {
@@ -108,6 +110,7 @@ impl Preset {
             Preset::Calendly => "calendly",
             Preset::Postmark => "postmark",
             Preset::Zoom => "zoom",
+            Preset::Twitch => "twitch",
         }
     }
 
@@ -124,6 +127,16 @@ impl Preset {
             Preset::Sendgrid => Scheme::Sendgrid,
             Preset::Postmark => Scheme::Basic,
             _ => Scheme::Hmac,
+        }
+    }
+
+    /// The timestamp window the provider documents, where it is not hookbox's 300 s: the source's
+    /// `tolerance_secs` unless it sets its own.
+    pub fn tolerance_secs(self) -> Option<u64> {
+        match self {
+            Preset::Twitch => Some(600),
+            Preset::Calendly => Some(180),
+            _ => None,
         }
     }
 
@@ -166,6 +179,25 @@ impl Preset {
             Preset::Notion => of(Sha256, "x-notion-signature", "sha256=", Hex, body()),
             Preset::Woocommerce => of(Sha256, "x-wc-webhook-signature", "", Base64, body()),
             Preset::Lemonsqueezy => of(Sha256, "x-signature", "", Hex, body()),
+            Preset::Twitch => Recipe {
+                timestamp: Some((
+                    crate::schemes::recipe::TimestampAt::Header(
+                        "twitch-eventsub-message-timestamp".into(),
+                    ),
+                    crate::schemes::recipe::TimeUnit::Rfc3339,
+                )),
+                ..of(
+                    Sha256,
+                    "twitch-eventsub-message-signature",
+                    "sha256=",
+                    Hex,
+                    vec![
+                        Part::Header("twitch-eventsub-message-id".into()),
+                        Part::Timestamp,
+                        Part::Body,
+                    ],
+                )
+            },
             Preset::Zoom => Recipe {
                 timestamp: Some((
                     crate::schemes::recipe::TimestampAt::Header("x-zm-request-timestamp".into()),
@@ -302,6 +334,11 @@ impl Preset {
                 Field::from(FieldRef::BodyDigest),
                 Some(at("/payload/uri")),
                 at("/event"),
+            ),
+            Preset::Twitch => (
+                header("twitch-eventsub-message-id"),
+                Some(at("/event/broadcaster_user_id")),
+                at("/subscription/type"),
             ),
             Preset::Zoom => (
                 Field::from(FieldRef::BodyDigest),

@@ -82,11 +82,22 @@ async fn ingest_request(
     let now = Utc::now();
     authenticate(state, source, sent, &body, now)?;
     within_rate_limit(state, source, &body)?;
-    if let Some(providers::Handshake::Json(reply)) =
-        providers::handshake_answer(source.scheme, source.preset, &source.keys, &body)
+    if let Some(reply) =
+        providers::handshake_answer(source.scheme, source.preset, &source.keys, headers, &body)
     {
         tracing::info!(source = %source.name, "provider handshake answered (not archived)");
-        return Ok(json(StatusCode::OK, reply));
+        return Ok(match reply {
+            providers::Handshake::Json(reply) => json(StatusCode::OK, reply),
+            providers::Handshake::Text(text) => (
+                StatusCode::OK,
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; charset=utf-8",
+                )],
+                text,
+            )
+                .into_response(),
+        });
     }
     let ingested = ingest(state, source, headers, &body, now, request_id).await?;
     Ok(outcome_answer(

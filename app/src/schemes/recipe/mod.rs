@@ -118,15 +118,42 @@ impl SecretEncoding {
 pub enum TimeUnit {
     Seconds,
     Milliseconds,
+    /// RFC 3339 text, e.g. `2025-12-03T07:59:58.123456789Z` (Twitch), signed as sent.
+    Rfc3339,
 }
 
 impl TimeUnit {
-    /// `s` or `ms`.
+    /// `s`, `ms` or `rfc3339`.
     pub fn parse(name: &str) -> Result<TimeUnit, String> {
         match name {
             "s" => Ok(TimeUnit::Seconds),
             "ms" => Ok(TimeUnit::Milliseconds),
-            other => Err(format!("unknown timestamp unit {other:?}: s or ms")),
+            "rfc3339" => Ok(TimeUnit::Rfc3339),
+            other => Err(format!(
+                "unknown timestamp unit {other:?}: s, ms or rfc3339"
+            )),
+        }
+    }
+
+    /// The Unix seconds a timestamp's text says, `None` when it is not one.
+    fn seconds(self, text: &str) -> Option<i64> {
+        match self {
+            TimeUnit::Seconds => parse_unix(text),
+            TimeUnit::Milliseconds => parse_unix(text).map(|ms| ms.div_euclid(1000)),
+            TimeUnit::Rfc3339 => chrono::DateTime::parse_from_rfc3339(text)
+                .ok()
+                .map(|time| time.timestamp()),
+        }
+    }
+
+    /// How a sender writes the time `now` (Unix seconds).
+    fn spell(self, now: i64) -> String {
+        match self {
+            TimeUnit::Seconds => now.to_string(),
+            TimeUnit::Milliseconds => now.saturating_mul(1000).to_string(),
+            TimeUnit::Rfc3339 => chrono::DateTime::from_timestamp(now, 0)
+                .map(|time| time.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
+                .unwrap_or_default(),
         }
     }
 }
@@ -332,12 +359,10 @@ impl Recipe {
         };
         let timestamp_text = self.timestamp_text(request.headers, &entries)?;
         if let (Some(text), Some((_, unit))) = (timestamp_text, &self.timestamp) {
-            let stamp =
-                parse_unix(text).ok_or(AuthError::Malformed("the timestamp is not an integer"))?;
-            let secs = match unit {
-                TimeUnit::Seconds => stamp,
-                TimeUnit::Milliseconds => stamp.div_euclid(1000),
-            };
+            let secs = unit.seconds(text).ok_or(match unit {
+                TimeUnit::Rfc3339 => AuthError::Malformed("the timestamp is not RFC 3339"),
+                _ => AuthError::Malformed("the timestamp is not an integer"),
+            })?;
             check_tolerance(secs, now, tolerance_secs)?;
         }
         let signatures: Vec<String> = entries
@@ -430,8 +455,8 @@ impl Recipe {
         now: i64,
     ) -> Vec<(HeaderName, String)> {
         let stamp = match self.timestamp {
-            Some((_, TimeUnit::Milliseconds)) => (now * 1000).to_string(),
-            _ => now.to_string(),
+            Some((_, unit)) => unit.spell(now),
+            None => now.to_string(),
         };
         let timestamp = self.timestamp.as_ref().map(|_| stamp.as_str());
         let Ok(message) = self.message(request, timestamp) else {

@@ -190,6 +190,7 @@ impl Recipe {
             },
             "timestamp_unit" => match timestamp {
                 Some((_, TimeUnit::Milliseconds)) => Some("ms".into()),
+                Some((_, TimeUnit::Rfc3339)) => Some("rfc3339".into()),
                 _ => None,
             },
             "secret_encoding" => Some(

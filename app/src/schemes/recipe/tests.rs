@@ -240,6 +240,17 @@ fn providers_whose_signature_is_a_plain_recipe_pass_their_vectors() {
         &["literal:v0:", "timestamp", "literal::", "body"],
     );
     assert!(vectors(&zoom, "zoom.json", 300) >= 5);
+    let twitch = recipe(
+        &[
+            ("algorithm", "sha256"),
+            ("signature_header", "Twitch-Eventsub-Message-Signature"),
+            ("signature_prefix", "sha256="),
+            ("timestamp_header", "Twitch-Eventsub-Message-Timestamp"),
+            ("timestamp_unit", "rfc3339"),
+        ],
+        &["header:Twitch-Eventsub-Message-Id", "timestamp", "body"],
+    );
+    assert!(vectors(&twitch, "twitch.json", 600) >= 7);
 }
 
 #[test]
@@ -401,4 +412,41 @@ fn a_recipe_in_words() {
         recipe.to_string(),
         "HMAC-SHA256 of the body, hex, in x-signature"
     );
+}
+
+#[test]
+fn an_rfc3339_timestamp_is_signed_as_sent_and_checked_within_the_tolerance() {
+    let recipe = recipe(
+        &[
+            ("algorithm", "sha256"),
+            ("signature_header", "X-Sig"),
+            ("signature_prefix", "sha256="),
+            ("timestamp_header", "X-Time"),
+            ("timestamp_unit", "rfc3339"),
+        ],
+        &["header:X-Id", "timestamp", "body"],
+    );
+    let key = recipe.parse_secret("a-secret").unwrap();
+    let mut headers = HeaderMap::new();
+    headers.insert("x-id", "delivery-1".parse().unwrap());
+    let unsigned = Request {
+        method: "POST",
+        url: None,
+        headers: &headers.clone(),
+        body: b"{}",
+    };
+    for (name, value) in recipe.sign(&key, &unsigned, 1_764_748_798) {
+        headers.insert(name, value.parse().unwrap());
+    }
+    assert_eq!(headers["x-time"], "2025-12-03T07:59:58.000000000Z");
+    let signed = Request {
+        headers: &headers,
+        ..unsigned
+    };
+    let verify = |now| recipe.verify(&signed, std::slice::from_ref(&key), 600, now);
+    assert_eq!(verify(1_764_748_798 + 600), Ok(()));
+    assert!(matches!(
+        verify(1_764_748_798 + 601),
+        Err(AuthError::TimestampOutOfTolerance { .. })
+    ));
 }

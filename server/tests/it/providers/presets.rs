@@ -118,6 +118,12 @@ const CASES: &[Case] = &[
         object_id: Some("85678901234"),
     },
     Case {
+        preset: Preset::Twitch,
+        event_id: "befa7b53-d79d-478f-86b9-120f112b044e",
+        event_type: "channel.follow",
+        object_id: Some("1337"),
+    },
+    Case {
         preset: Preset::Resend,
         event_id: "msg_2ZsHQK9pX1mJbYvW8cT4uN6rA3e",
         event_type: "email.delivered",
@@ -247,6 +253,7 @@ async fn every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery(
             "x-hubspot-request-timestamp",
             "svix-timestamp",
             "x-zm-request-timestamp",
+            "twitch-eventsub-message-timestamp",
         ]);
         signature_headers.push("authorization");
         let (body, headers) = provider_delivery(preset, &signature_headers);
@@ -330,13 +337,15 @@ async fn every_recipe_preset_takes_its_providers_delivery_and_refuses_a_forgery(
 
         let mut refused = 1;
         if auth.has_timestamp() {
+            let tolerance = config.source(name).unwrap().tolerance_secs;
+            let age = i64::try_from(tolerance).unwrap() + 1;
             let stale = sign(
                 &config,
                 preset,
                 current_secret,
                 &headers,
                 &body,
-                now() - 301,
+                now() - age,
             );
             assert_eq!(
                 post(&app, preset, &stale, &body).await.status,
@@ -401,6 +410,48 @@ async fn zooms_url_validation_is_answered_after_its_signature_and_never_archived
     let unsigned = post(&app, Preset::Zoom, &[], body).await;
     assert_eq!(
         unsigned.status, 401,
+        "answered only once its signature verifies"
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        0,
+        "a handshake is no event"
+    );
+}
+
+both_backends!(twitchs_callback_verification_is_answered_as_text_after_its_signature);
+async fn twitchs_callback_verification_is_answered_as_text_after_its_signature(backend: Backend) {
+    let config = presets_config();
+    let app = spawn_app_with(backend, presets_config()).await;
+    let body = r#"{"challenge":"pogchamp-kappa-360noscope-vohiyo","subscription":{"type":"channel.follow"}}"#;
+    let headers = [
+        (
+            "Twitch-Eventsub-Message-Id".to_string(),
+            "e76c6bd4-55c9-4987-8304-da1588d8988b".to_string(),
+        ),
+        (
+            "Twitch-Eventsub-Message-Type".to_string(),
+            "webhook_callback_verification".to_string(),
+        ),
+    ];
+    let signed = sign(&config, Preset::Twitch, CURRENT, &headers, body, now());
+    let mut request = app.client.post(app.url("/hooks/twitch")).body(body);
+    for (name, value) in &signed {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; charset=utf-8"
+    );
+    assert_eq!(
+        response.text().await.unwrap(),
+        "pogchamp-kappa-360noscope-vohiyo"
+    );
+    let forged = post(&app, Preset::Twitch, &headers, body).await;
+    assert_eq!(
+        forged.status, 401,
         "answered only once its signature verifies"
     );
     assert_eq!(
