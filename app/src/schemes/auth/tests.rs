@@ -133,3 +133,43 @@ fn tokens_and_basic_credentials_pass_their_vectors() {
         Err(AuthError::MissingHeader("authorization".into()))
     );
 }
+
+#[test]
+fn a_header_with_more_v1a_signatures_than_a_rotation_needs_is_refused_unchecked() {
+    let key = parse_public_key(
+        Scheme::StandardWebhooks,
+        "whpk_Wt+q6hwenv+i22xieiDnqkg+I5QIzC3v45i9fjjGJFs=",
+    )
+    .unwrap();
+    let auth = Auth {
+        public_keys: std::slice::from_ref(&key),
+        ..auth(Scheme::StandardWebhooks)
+    };
+    let entry = format!("v1a,{}", "A".repeat(86) + "==");
+    let verify = |entries: usize| {
+        let mut headers = HeaderMap::new();
+        headers.insert("webhook-id", "msg_1".parse().unwrap());
+        headers.insert("webhook-timestamp", "1700000000".parse().unwrap());
+        headers.insert(
+            "webhook-signature",
+            vec![entry.as_str(); entries].join(" ").parse().unwrap(),
+        );
+        let request = Request {
+            method: "POST",
+            url: None,
+            headers: &headers,
+            body: b"{}",
+        };
+        auth.verify(&request, &[], 300, 1_700_000_000)
+    };
+    assert!(matches!(
+        verify(8),
+        Err(AuthError::NoMatchingSignature { signatures: 8, .. })
+    ));
+    assert_eq!(
+        verify(9),
+        Err(AuthError::Malformed(
+            "more than 8 v1a signatures in webhook-signature"
+        ))
+    );
+}
