@@ -484,3 +484,43 @@ macro_rules! scheme_tests {
     };
 }
 pub(crate) use scheme_tests;
+
+/// Runs `file`'s vectors (in `app/tests/vectors/`) through `auth`, with each vector's secrets,
+/// public keys, method and URL; a challenge vector is the preset's, not the signature's.
+pub fn run_auth_vectors(auth: super::Auth<'_>, file: &str, tolerance_secs: u64) -> usize {
+    let path = format!("{}/tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
+    run_vectors_with(&path, |v: &Vector| {
+        if v.challenge_response.is_some() {
+            return None;
+        }
+        let keys = v
+            .all_secrets()
+            .into_iter()
+            .map(|secret| auth.parse_secret(secret))
+            .collect::<Result<Vec<_>, _>>();
+        let public_keys = v
+            .all_public_keys()
+            .into_iter()
+            .map(|key| super::public_key::parse_public_key(auth.scheme, key))
+            .collect::<Result<Vec<_>, _>>();
+        let (keys, public_keys) = match (keys, public_keys) {
+            (Ok(keys), Ok(public_keys)) => (keys, public_keys),
+            (Err(why), _) | (_, Err(why)) => return Some(Err(format!("key refused: {why}"))),
+        };
+        let headers = v.header_map();
+        let request = super::Request {
+            method: v.method.as_deref().unwrap_or("POST"),
+            url: v.url.as_deref(),
+            headers: &headers,
+            body: v.body.as_bytes(),
+        };
+        let auth = super::Auth {
+            public_keys: &public_keys,
+            ..auth
+        };
+        Some(
+            auth.verify(&request, &keys, tolerance_secs, v.now())
+                .map_err(|e| e.to_string()),
+        )
+    })
+}

@@ -4,47 +4,13 @@
 #![allow(clippy::unwrap_used)]
 
 use super::super::public_key::parse_public_key;
-use super::super::testkit::{Vector, run_vectors_with};
+use super::super::testkit::run_auth_vectors;
 use super::*;
 use http::HeaderMap;
 
-/// Runs `file`'s vectors through `auth`, with each vector's secrets and public keys.
+/// Runs `file`'s vectors through `auth` (hookbox's tolerance, 300 s).
 fn run(auth: Auth<'_>, file: &str) -> usize {
-    let path = format!("{}/tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
-    run_vectors_with(&path, |v: &Vector| {
-        if v.challenge_response.is_some() {
-            return None;
-        }
-        let keys = v
-            .all_secrets()
-            .into_iter()
-            .map(|secret| auth.parse_secret(secret))
-            .collect::<Result<Vec<_>, _>>();
-        let public_keys = v
-            .all_public_keys()
-            .into_iter()
-            .map(|key| parse_public_key(auth.scheme, key))
-            .collect::<Result<Vec<_>, _>>();
-        let (keys, public_keys) = match (keys, public_keys) {
-            (Ok(keys), Ok(public_keys)) => (keys, public_keys),
-            (Err(why), _) | (_, Err(why)) => return Some(Err(format!("key refused: {why}"))),
-        };
-        let headers = v.header_map();
-        let request = Request {
-            method: "POST",
-            url: None,
-            headers: &headers,
-            body: v.body.as_bytes(),
-        };
-        let auth = Auth {
-            public_keys: &public_keys,
-            ..auth
-        };
-        Some(
-            auth.verify(&request, &keys, 300, v.now())
-                .map_err(|e| e.to_string()),
-        )
-    })
+    run_auth_vectors(auth, file, 300)
 }
 
 fn auth(scheme: Scheme) -> Auth<'static> {

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::super::testkit::{Vector, run_vectors_with};
+use super::super::testkit::run_auth_vectors;
 use super::*;
 
 /// A recipe from `pairs` of keys and values, and its `signed` list.
@@ -27,35 +27,15 @@ fn read(
     )
 }
 
-/// Runs `file`'s vectors through `recipe` (a challenge vector is the preset's, not the recipe's).
+/// Runs `file`'s vectors through `recipe`.
 fn vectors(recipe: &Recipe, file: &str, tolerance_secs: u64) -> usize {
-    let path = format!("{}/tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
-    run_vectors_with(&path, |v: &Vector| {
-        if v.challenge_response.is_some() {
-            return None;
-        }
-        let keys = v
-            .all_secrets()
-            .into_iter()
-            .map(|secret| recipe.parse_secret(secret))
-            .collect::<Result<Vec<_>, _>>();
-        let keys = match keys {
-            Ok(keys) => keys,
-            Err(why) => return Some(Err(format!("secret refused: {why}"))),
-        };
-        let headers = v.header_map();
-        let request = Request {
-            method: v.method.as_deref().unwrap_or("POST"),
-            url: v.url.as_deref(),
-            headers: &headers,
-            body: v.body.as_bytes(),
-        };
-        Some(
-            recipe
-                .verify(&request, &keys, tolerance_secs, v.now())
-                .map_err(|e| e.to_string()),
-        )
-    })
+    let auth = crate::schemes::Auth {
+        scheme: crate::schemes::Scheme::Hmac,
+        recipe: Some(recipe),
+        token_header: None,
+        public_keys: &[],
+    };
+    run_auth_vectors(auth, file, tolerance_secs)
 }
 
 const BODY: [&str; 1] = ["body"];
