@@ -18,6 +18,7 @@ mod m20261203_000013_problems;
 mod m20261203_000014_id_search;
 mod m20261203_000015_hourly_rollup;
 mod m20261203_000016_source_last_seen;
+mod m20261203_000017_form_fields;
 
 pub struct Migrator;
 
@@ -41,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000014_id_search::Migration),
             Box::new(m20261203_000015_hourly_rollup::Migration),
             Box::new(m20261203_000016_source_last_seen::Migration),
+            Box::new(m20261203_000017_form_fields::Migration),
         ]
     }
 }

@@ -34,7 +34,10 @@ pub fn router(
 ) -> Router {
     // Its own state: one shared reference per delivery rather than a copy of every handle.
     let deliveries = Router::new()
-        .route("/hooks/{source}", post(hooks::receive))
+        .route(
+            "/hooks/{source}",
+            post(hooks::receive).get(hooks::verify_endpoint),
+        )
         // The handler enforces each deployment's own `max_body_bytes`.
         .layer(DefaultBodyLimit::disable())
         .with_state(std::sync::Arc::new(state.clone()));

@@ -118,6 +118,18 @@ pub(super) fn read_source(
         token_header: token_header.as_deref(),
         public_keys: &public_keys,
     });
+    // A recipe names this problem by its `signed` key (`Recipe::check`).
+    if let Some(scheme) = scheme.filter(|s| s.signs_url())
+        && !public_url
+    {
+        keys.problem(
+            "scheme",
+            format!(
+                "{} signs the URL the sender posts to: set [server] public_url, since hookbox cannot see it behind a proxy",
+                scheme.name()
+            ),
+        );
+    }
 
     let secrets_env = keys.strings("secrets_env").unwrap_or_default();
     let mut secret_keys = Vec::new();

@@ -302,7 +302,7 @@ fn fields_may_list_alternatives() {
 #[test]
 fn unknown_presets_and_schemes_are_named() {
     let e = problem(
-        "[[sources]]\nname = \"a\"\npreset = \"twilio\"\nsecrets_env = [\"S\"]\n",
+        "[[sources]]\nname = \"a\"\npreset = \"nosuchprovider\"\nsecrets_env = [\"S\"]\n",
         &[("S", "secret")],
     );
     assert_eq!(where_(&e), (Some("a"), Some("preset")));

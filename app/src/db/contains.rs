@@ -4,8 +4,9 @@
 //! contained in one of its elements; scalars by type and value (numbers by value, `1` and `1.0`
 //! alike; `true` is not `1`).
 //!
-//! On PostgreSQL it is `@>` itself over the GIN index of `hookbox_body_json(body)` (migration
-//! m20261201_000009, `jsonb_ops` since m20261203_000014). On SQLite the same rules are spelled
+//! A form-encoded body is searched as the JSON object of its fields (`body_fields`, migration
+//! m20261203_000017). On PostgreSQL it is `@>` itself over the GIN index of
+//! `hookbox_body_doc(body, body_fields)` (the fields, else the body as `jsonb`). On SQLite the same rules are spelled
 //! with `json_each`, reading each body: correct, and as fast as a scan of the archive (see
 //! docs/dashboard.md). The top bar's search looks for a value anywhere in a body
 //! ([`push_value_anywhere`]) over the same index.
@@ -78,7 +79,7 @@ pub(crate) fn push_containment(
     // its GIN index; SQLite's containment is a tree of `json_each` subqueries built from `value`.
     if backend == DatabaseBackend::Postgres {
         c.push(
-            "hookbox_body_json(body) @> CAST(? AS jsonb)",
+            "hookbox_body_doc(body, body_fields) @> CAST(? AS jsonb)",
             text.to_string(),
         );
         return;
@@ -88,8 +89,8 @@ pub(crate) fn push_containment(
     // The body wrapped in an array, so that its one element has a type and a value like every
     // element below; a body that is not JSON contains nothing (and is never parsed as JSON).
     c.push_built(format!(
-        "(CASE WHEN json_valid(CAST(body AS TEXT))
-               THEN EXISTS (SELECT 1 FROM json_each(json_array(json(CAST(body AS TEXT)))) AS m0 WHERE {inner})
+        "(CASE WHEN json_valid(COALESCE(body_fields, CAST(body AS TEXT)))
+               THEN EXISTS (SELECT 1 FROM json_each(json_array(json(COALESCE(body_fields, CAST(body AS TEXT))))) AS m0 WHERE {inner})
                ELSE 0 END)"
     ));
 }
@@ -166,7 +167,7 @@ impl AnyValue {
 
 /// Adds the condition "some value in the body, at any depth (inside objects and arrays), equals
 /// one of `values`": on PostgreSQL a JSON path (`$.** ? (@ == "…")`) over the GIN index of
-/// `hookbox_body_json(body)` (its `jsonb_ops` class, migration m20261203_000014); on SQLite
+/// `hookbox_body_doc(body, body_fields)` (its `jsonb_ops` class); on SQLite
 /// `json_tree` reading each body. A body that is not JSON holds nothing.
 pub(crate) fn push_value_anywhere(c: &mut Conditions, backend: DatabaseBackend, values: &AnyValue) {
     // Two algorithms, not a spelling: the index's operator, or reading each body.
@@ -182,7 +183,7 @@ pub(crate) fn push_value_anywhere(c: &mut Conditions, backend: DatabaseBackend, 
         // Built, not pushed: `push` would take the operator's `?` for a placeholder.
         let path = c.placeholder(format!("$.** ? ({})", tests.join(" || ")));
         c.push_built(format!(
-            "hookbox_body_json(body) @? CAST({path} AS jsonpath)"
+            "hookbox_body_doc(body, body_fields) @? CAST({path} AS jsonpath)"
         ));
         return;
     }
@@ -202,8 +203,8 @@ pub(crate) fn push_value_anywhere(c: &mut Conditions, backend: DatabaseBackend, 
         tests.push(format!("(v.type IN ('integer', 'real') AND v.atom = {p})"));
     }
     c.push_built(format!(
-        "(CASE WHEN json_valid(CAST(body AS TEXT))
-               THEN EXISTS (SELECT 1 FROM json_tree(CAST(body AS TEXT)) AS v WHERE {})
+        "(CASE WHEN json_valid(COALESCE(body_fields, CAST(body AS TEXT)))
+               THEN EXISTS (SELECT 1 FROM json_tree(COALESCE(body_fields, CAST(body AS TEXT))) AS v WHERE {})
                ELSE 0 END)",
         tests.join(" OR ")
     ));

@@ -5,7 +5,7 @@
 //!
 //! - PostgreSQL: ids through the inbox's indexes of ids in lower case and reversed (migration
 //!   m20261203_000014), whole archive rows by their exact id (the archive's own indexes), and
-//!   bodies through the GIN index of `hookbox_body_json(body)` ([`super::contains`]).
+//!   bodies through the GIN index of `hookbox_body_doc(body, body_fields)` ([`super::contains`]).
 //! - SQLite: no index can serve a suffix or a value anywhere, so ids and bodies are read in the
 //!   newest [`SCAN_ROWS`] deliveries (the result says when there were more), and exact ids in the
 //!   whole archive through its indexes.

@@ -1,11 +1,15 @@
 //! Raw bytes of an authenticated delivery → a validated [`Envelope`], or an [`Invalid`] that names
 //! the field. Everything after this module works with types that cannot hold a bad value.
 //!
-//! How a source maps a request onto its identities is in `mapping.rs`; reading a delivery
+//! A form-encoded body is read as the JSON object of its fields (`form.rs`). How a source maps
+//! a request onto its identities is in `mapping.rs`; reading a delivery
 //! through a mapping, in `validate.rs`; the validated types, here.
 
+mod form;
 mod mapping;
 mod validate;
+
+pub use form::{FORM_MEDIA_TYPE, fields_json, form_document, is_form};
 
 pub use mapping::{Field, FieldRef, Mapping, Mode};
 pub use validate::parse_envelope;

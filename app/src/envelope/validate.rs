@@ -25,12 +25,17 @@ pub fn parse_envelope(
         object_id: None,
         event_type: None,
     };
-    let text = std::str::from_utf8(body).map_err(|e| {
-        invalid(
-            InvalidKind::Unreadable,
-            format!("body is not UTF-8 (invalid byte at {})", e.valid_up_to()),
-        )
-    })?;
+    // A form is read as the JSON object of its fields (`form.rs`).
+    let form = super::form_document(headers, body);
+    let text = match &form {
+        Some(document) => document.as_str(),
+        None => std::str::from_utf8(body).map_err(|e| {
+            invalid(
+                InvalidKind::Unreadable,
+                format!("body is not UTF-8 (invalid byte at {})", e.valid_up_to()),
+            )
+        })?,
+    };
     // A body with a value the database cannot store is refused, but read as far as it can be
     // first, so that its archive row keeps the identity sent before (or after) that value.
     let (doc, unstorable) = match json::parse(text) {

@@ -36,6 +36,9 @@ pub struct Received<'a> {
     /// Header names and values as a JSON object, credentials already redacted.
     pub headers_json: &'a str,
     pub body: &'a [u8],
+    /// The JSON object a form-encoded body is read as (`envelope::form_document`): archived
+    /// beside the raw bytes, so search finds its fields. `None` for every other body.
+    pub body_fields: Option<String>,
     pub received_at: DateTime<Utc>,
     /// The archive row a replay re-runs, and the operator who asked.
     pub replay_of: Option<i64>,

@@ -51,8 +51,8 @@ impl ReplayError {
     }
 }
 
-/// The request headers of a stored delivery, for `header:` identity fields.
-fn header_map(headers_json: &str) -> http::HeaderMap {
+/// The request headers of a stored delivery, for `header:` identity fields and its content type.
+pub fn header_map(headers_json: &str) -> http::HeaderMap {
     let mut map = http::HeaderMap::new();
     if let Ok(serde_json::Value::Object(headers)) =
         serde_json::from_str::<serde_json::Value>(headers_json)
@@ -127,20 +127,18 @@ async fn replay_in(
     let source = config
         .source(&stored.row.source)
         .ok_or_else(|| ReplayError::UnknownSource(stored.row.source.clone()))?;
+    let headers = header_map(&stored.headers_json);
     let received = Received {
         source: &source.name,
         headers_json: &stored.headers_json,
         body: &stored.body,
+        body_fields: crate::envelope::form_document(&headers, &stored.body),
         received_at: chrono::Utc::now(),
         replay_of: Some(stored.row.id),
         replayed_by: Some(operator),
-        signed_body_digest: source
-            .scheme
-            .signs_body_only()
-            .then(|| super::body_digest(&stored.body)),
+        signed_body_digest: source.auth().replay_digest(&stored.body),
         forward_to: &source.forward,
     };
-    let headers = header_map(&stored.headers_json);
     let recorded = match parse_envelope(&source.mapping, &headers, &stored.body) {
         Ok(envelope) => apply_in(txn, source.mapping.mode, &received, &envelope).await?,
         Err(invalid) => record_invalid_in(txn, &received, &invalid).await?,

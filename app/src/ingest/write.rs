@@ -48,25 +48,25 @@ const PROJECTION_COLUMNS: &str = "source, object_id, revision, snapshot, updated
 
 /// The archive row's columns, in the order of [`archive_values`].
 const ARCHIVE_COLUMNS: &str = "source, event_id, object_id, revision, event_type, status, outcome,
-        error_message, headers, body, received_at, replay_of, replayed_by, error_class";
+        error_message, headers, body, received_at, replay_of, replayed_by, error_class, body_fields";
 
 /// A forward delivery's columns, in the order of [`forward_values`].
 const FORWARD_COLUMNS: &str = "destination, source, event_id, object_id, revision, event_type,
         archive_id, status, attempts, next_attempt_at, created_at, received_at, payload";
 
 /// The archive row's values for [`ARCHIVE_COLUMNS`]: the delivery's parameters, with the
-/// status, the outcome, the error (its message and class) and the body as the statement
-/// decides them.
+/// status, the outcome, the error (its message and class) and the body (with a form's fields)
+/// as the statement decides them.
 fn archive_values(
     dialect: Dialect,
     status: &str,
     outcome: &str,
     (error, class): (&str, &str),
-    body: &str,
+    (body, fields): (&str, &str),
 ) -> String {
     format!(
         ":source, :event_id, :object_id, :revision, :event_type, {status}, {outcome}, {error},
-        {headers}, {body}, :received_at, :replay_of, :replayed_by, {class}",
+        {headers}, {body}, :received_at, :replay_of, :replayed_by, {class}, {fields}",
         headers = dialect.json(":headers"),
     )
 }
@@ -218,7 +218,7 @@ FROM archived",
             &claimed_status(),
             "decided.outcome",
             ("NULL", "NULL"),
-            ":body"
+            (":body", ":body_fields")
         ),
         forward = forward_values("d.value", "archived.id"),
         destinations = d.json_strings(":destinations"),
@@ -273,7 +273,7 @@ INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
                 literal(OutcomeKind::Stale)
             ),
             ("NULL", "NULL"),
-            ":body"
+            (":body", ":body_fields")
         ),
         forward = forward_values("d.value", "s.archive_id"),
         destinations = d.json_strings(":destinations"),
@@ -318,9 +318,13 @@ fn archive(dialect: Dialect) -> String {
             ":status",
             ":outcome",
             (":error_message", ":error_class"),
-            &format!(
-                "CASE WHEN same.id IS NULL THEN :body ELSE {} END",
-                dialect.empty_bytes()
+            (
+                &format!(
+                    "CASE WHEN same.id IS NULL THEN :body ELSE {} END",
+                    dialect.empty_bytes()
+                ),
+                // A form's fields go with its body: none where the body is a reference.
+                "CASE WHEN same.id IS NULL THEN :body_fields END",
             ),
         ),
         same = dialect.left_join_lateral(
@@ -408,6 +412,7 @@ impl Binds for Delivery<'_> {
             "event_type" => envelope.event_type.as_deref().into(),
             "headers" => received.headers_json.into(),
             "body" => received.body.into(),
+            "body_fields" => received.body_fields.as_deref().into(),
             "replay_of" => received.replay_of.into(),
             "replayed_by" => received.replayed_by.into(),
             "destinations" => self.destinations.as_str().into(),
@@ -476,6 +481,7 @@ impl Binds for ArchiveRow<'_> {
             "error_class" => self.error_class.as_deref().into(),
             "headers" => received.headers_json.into(),
             "body" => received.body.into(),
+            "body_fields" => received.body_fields.as_deref().into(),
             "received_at" => received.received_at.into(),
             "replay_of" => received.replay_of.into(),
             "replayed_by" => received.replayed_by.into(),
@@ -540,6 +546,7 @@ mod tests {
             "event_type",
             "headers",
             "body",
+            "body_fields",
             "replay_of",
             "replayed_by",
             "destinations",
@@ -559,6 +566,7 @@ mod tests {
             "error_class",
             "headers",
             "body",
+            "body_fields",
             "received_at",
             "replay_of",
             "replayed_by",

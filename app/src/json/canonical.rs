@@ -73,7 +73,8 @@ fn canonical_number(text: &str) -> String {
     }
 }
 
-fn write_string(out: &mut String, s: &str) {
+/// `s` as a JSON string literal.
+pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

@@ -15,6 +15,8 @@
 //! in `canonical.rs`, and what `numeric` can store in `number.rs`.
 
 mod canonical;
+
+pub(crate) use canonical::write_string;
 mod number;
 mod parser;
 

@@ -240,6 +240,9 @@ pub struct EventDetail {
     /// for non-UTF-8 bytes); cut when `body_cut`.
     pub body: String,
     pub body_is_json: bool,
+    /// The body is form-encoded: `body` shows its fields as JSON, `raw_body` the bytes.
+    #[serde(default)]
+    pub body_is_form: bool,
     /// `body` is its first part only (64 KiB or 2,000 lines); the page offers the rest.
     #[serde(default)]
     pub body_cut: bool,

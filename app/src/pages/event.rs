@@ -105,7 +105,14 @@ pub async fn get_event(
         .map(|(name, value, _)| (name, value))
         .collect();
     let curl = curl_command(&base_url(), &stored.row.source, &resent, &stored.body);
-    let text = String::from_utf8_lossy(&stored.body).into_owned();
+    let raw_body = String::from_utf8_lossy(&stored.body).into_owned();
+    // A form body is shown, and searched from, as the JSON object of its fields.
+    let form = crate::envelope::form_document(
+        &crate::ingest::replay::header_map(&stored.headers_json),
+        &stored.body,
+    );
+    let body_is_form = form.is_some();
+    let text = form.unwrap_or_else(|| raw_body.clone());
     let body_is_json = crate::json::parse(&text).is_ok();
     let searchable = if body_is_json {
         serde_json::from_str(&text)
@@ -114,7 +121,6 @@ pub async fn get_event(
     } else {
         Vec::new()
     };
-    let raw_body = text.clone();
     let shown = if body_is_json {
         crate::present::pretty_off_worker(text).await
     } else {
@@ -142,6 +148,7 @@ pub async fn get_event(
         headers,
         body,
         body_is_json,
+        body_is_form,
         body_cut,
         body_bytes: stored.body.len() as u64,
         raw_body,
@@ -320,7 +327,7 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
         </section>
         {d.can_replay.then(|| view! { <ReplayPanel id=e.id run=replay/> })}
         <section class="panel">
-            <h2>"Body " <span class="muted">{if d.body_is_json { "(JSON)" } else { "(raw)" }}</span></h2>
+            <h2>"Body " <span class="muted">{if d.body_is_form { "(form, shown as its fields)" } else if d.body_is_json { "(JSON)" } else { "(raw)" }}</span></h2>
             <button type="button" class="small" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
             {d.body_of.map(|original| {
                 let link = format!("/events/{original}");

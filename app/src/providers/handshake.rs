@@ -12,6 +12,9 @@
 //!   source's first secret.
 //! - Twitch (the preset): `Twitch-Eventsub-Message-Type: webhook_callback_verification` expects
 //!   the body's `/challenge` back as plain text.
+//! - Dropbox (the preset): `GET /hooks/{source}?challenge=…`, unsigned, expects the challenge
+//!   back as plain text ([`get_challenge`]). Echoing it proves only that the endpoint is
+//!   hookbox's, so no signature is needed; it is bounded and answered as inert text.
 
 use super::Preset;
 use crate::schemes::{Scheme, SecretKey};
@@ -89,9 +92,56 @@ pub fn handshake_answer(
     Some(Handshake::Json(json))
 }
 
+/// The longest challenge a GET verification echoes (Dropbox's are a few dozen characters).
+pub const MAX_CHALLENGE_BYTES: usize = 256;
+
+/// The answer to `GET /hooks/{source}` with `query`: `None` when the source's provider verifies
+/// no endpoint that way (405), else the text to echo or the 400's reason.
+pub fn get_challenge(
+    preset: Option<Preset>,
+    query: Option<&str>,
+) -> Option<Result<String, String>> {
+    if preset != Some(Preset::Dropbox) {
+        return None;
+    }
+    let challenge = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .find(|(name, _)| name == "challenge")
+        .map(|(_, value)| value.into_owned());
+    Some(match challenge {
+        None => Err("the challenge query parameter is missing".into()),
+        Some(text) if text.is_empty() => Err("the challenge query parameter is empty".into()),
+        Some(text) if text.len() > MAX_CHALLENGE_BYTES => Err(format!(
+            "the challenge is longer than {MAX_CHALLENGE_BYTES} bytes"
+        )),
+        Some(text) => Ok(text),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dropbox_alone_answers_a_get_with_its_bounded_challenge() {
+        let dropbox = Some(Preset::Dropbox);
+        assert_eq!(
+            get_challenge(dropbox, Some("challenge=a%20b&x=1")),
+            Some(Ok("a b".to_string()))
+        );
+        for query in [None, Some("x=1"), Some("challenge=")] {
+            assert!(
+                matches!(get_challenge(dropbox, query), Some(Err(_))),
+                "{query:?}"
+            );
+        }
+        let long = format!("challenge={}", "a".repeat(MAX_CHALLENGE_BYTES + 1));
+        assert!(matches!(get_challenge(dropbox, Some(&long)), Some(Err(_))));
+        assert_eq!(
+            get_challenge(Some(Preset::Github), Some("challenge=a")),
+            None
+        );
+        assert_eq!(get_challenge(None, Some("challenge=a")), None);
+    }
 
     fn answer(scheme: Scheme, body: &[u8]) -> Option<serde_json::Value> {
         match handshake_answer(scheme, None, &[], &http::HeaderMap::new(), body) {

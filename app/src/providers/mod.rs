@@ -7,7 +7,7 @@
 
 mod handshake;
 
-pub use handshake::{Handshake, handshake_answer};
+pub use handshake::{Handshake, MAX_CHALLENGE_BYTES, get_challenge, handshake_answer};
 
 use crate::envelope::{Field, FieldRef, Mapping, Mode};
 use crate::schemes::Recipe;
@@ -44,9 +44,14 @@ pub enum Preset {
     Postmark,
     Zoom,
     Twitch,
+    Twilio,
+    Mailgun,
+    Linear,
+    Dropbox,
+    Asana,
 }
 
-pub const ALL_PRESETS: [Preset; 27] = [
+pub const ALL_PRESETS: [Preset; 32] = [
     Preset::Stripe,
     Preset::Github,
     Preset::Paddle,
@@ -74,6 +79,11 @@ pub const ALL_PRESETS: [Preset; 27] = [
     Preset::Postmark,
     Preset::Zoom,
     Preset::Twitch,
+    Preset::Twilio,
+    Preset::Mailgun,
+    Preset::Linear,
+    Preset::Dropbox,
+    Preset::Asana,
 ];
 
 impl Preset {
@@ -111,6 +121,11 @@ impl Preset {
             Preset::Postmark => "postmark",
             Preset::Zoom => "zoom",
             Preset::Twitch => "twitch",
+            Preset::Twilio => "twilio",
+            Preset::Mailgun => "mailgun",
+            Preset::Linear => "linear",
+            Preset::Dropbox => "dropbox",
+            Preset::Asana => "asana",
         }
     }
 
@@ -126,6 +141,8 @@ impl Preset {
             Preset::Discord => Scheme::Discord,
             Preset::Sendgrid => Scheme::Sendgrid,
             Preset::Postmark => Scheme::Basic,
+            Preset::Twilio => Scheme::Twilio,
+            Preset::Mailgun => Scheme::Mailgun,
             _ => Scheme::Hmac,
         }
     }
@@ -136,6 +153,8 @@ impl Preset {
         match self {
             Preset::Twitch => Some(600),
             Preset::Calendly => Some(180),
+            // Linear's SDK allows a minute either way.
+            Preset::Linear => Some(60),
             _ => None,
         }
     }
@@ -179,6 +198,15 @@ impl Preset {
             Preset::Notion => of(Sha256, "x-notion-signature", "sha256=", Hex, body()),
             Preset::Woocommerce => of(Sha256, "x-wc-webhook-signature", "", Base64, body()),
             Preset::Lemonsqueezy => of(Sha256, "x-signature", "", Hex, body()),
+            Preset::Dropbox => of(Sha256, "x-dropbox-signature", "", Hex, body()),
+            Preset::Asana => of(Sha256, "x-hook-signature", "", Hex, body()),
+            Preset::Linear => Recipe {
+                timestamp: Some((
+                    crate::schemes::recipe::TimestampAt::BodyField("/webhookTimestamp".into()),
+                    crate::schemes::recipe::TimeUnit::Milliseconds,
+                )),
+                ..of(Sha256, "linear-signature", "", Hex, body())
+            },
             Preset::Twitch => Recipe {
                 timestamp: Some((
                     crate::schemes::recipe::TimestampAt::Header(
@@ -362,6 +390,34 @@ impl Preset {
                 Some(at("/0/objectId")),
                 at("/0/subscriptionType"),
             ),
+            // The idempotency token is the same on Twilio's retries of one callback; a message's
+            // status callbacks share its SID, so without the token the body names the event.
+            Preset::Twilio => (
+                header("i-twilio-idempotency-token").or(FieldRef::BodyDigest),
+                Some(at("/MessageSid").or(FieldRef::pointer("/CallSid"))),
+                at("/MessageStatus")
+                    .or(FieldRef::pointer("/SmsStatus"))
+                    .or(FieldRef::pointer("/CallStatus")),
+            ),
+            Preset::Mailgun => (
+                at("/event-data/id"),
+                Some(at("/event-data/message/headers/message-id")),
+                at("/event-data/event"),
+            ),
+            Preset::Linear => (header("linear-delivery"), Some(at("/data/id")), at("/type")),
+            // A batch of events with no id: the body names the delivery.
+            Preset::Asana => (
+                Field::from(FieldRef::BodyDigest),
+                Some(at("/events/0/resource/gid")),
+                at("/events/0/action"),
+            ),
+            // No event id and no type are sent: every notification says "something changed"
+            // for the accounts listed.
+            Preset::Dropbox => (
+                Field::from(FieldRef::BodyDigest),
+                Some(at("/list_folder/accounts/0")),
+                at("/list_folder"),
+            ),
         };
         Mapping {
             mode: Mode::Dedup,
@@ -369,7 +425,7 @@ impl Preset {
             object_id,
             revision: None,
             snapshot: None,
-            event_type: Some(event_type),
+            event_type: (self != Preset::Dropbox).then_some(event_type),
         }
     }
 }
@@ -385,7 +441,10 @@ mod tests {
             let mapping = preset.mapping();
             assert_eq!(mapping.mode, Mode::Dedup, "{preset:?}");
             assert_eq!((mapping.revision, mapping.snapshot), (None, None));
-            assert!(mapping.event_type.is_some(), "{preset:?}");
+            assert!(
+                mapping.event_type.is_some() || preset == Preset::Dropbox,
+                "{preset:?}"
+            );
         }
         assert_eq!(Preset::from_name("Stripe"), None);
         assert_eq!(Preset::from_name("standard-webhooks"), None);

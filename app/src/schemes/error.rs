@@ -21,6 +21,8 @@ pub enum AuthError {
     NoMatchingSignature { signatures: u16, secrets: u16 },
     /// A shared secret sent as it is (a token, Basic credentials) matches none of the `secrets`.
     NoMatchingCredential { secrets: u16 },
+    /// The body is not the one whose hash the signed URL carries (Twilio's `bodySHA256`).
+    BodyHashMismatch,
 }
 
 impl fmt::Display for AuthError {
@@ -38,6 +40,9 @@ impl fmt::Display for AuthError {
                     f,
                     "timestamp {beyond} s {side} than the tolerance of {tolerance_secs} s allows"
                 )
+            }
+            AuthError::BodyHashMismatch => {
+                f.write_str("the body's SHA-256 is not the one the signed URL carries")
             }
             AuthError::NoMatchingCredential { secrets } => write!(
                 f,

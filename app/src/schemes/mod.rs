@@ -19,6 +19,7 @@ mod shared;
 
 mod github;
 mod hmac_sha256;
+mod mailgun;
 mod paddle;
 pub mod public_key;
 pub mod recipe;
@@ -27,6 +28,7 @@ mod shopify;
 mod slack;
 mod standard_webhooks;
 mod stripe;
+mod twilio;
 
 pub use auth::Auth;
 pub use error::AuthError;
@@ -59,10 +61,16 @@ pub enum Scheme {
     Discord,
     /// SendGrid's ECDSA P-256 signatures, with its verification keys (through [`Auth`]).
     Sendgrid,
+    /// Twilio's signature of the URL and the form's sorted parameters (through [`Auth`], which
+    /// has the URL).
+    Twilio,
+    /// Mailgun's signature object inside the JSON body.
+    Mailgun,
     None,
 }
 
-/// The schemes written as code, whose every property is known without a source.
+/// The schemes written as code, whose every property is known without a source (Twilio's
+/// needs the source's URL, Mailgun's reads the body, the public-key schemes need keys).
 const ALL_SCHEMES: [Scheme; 8] = [
     Scheme::StandardWebhooks,
     Scheme::Stripe,
@@ -85,6 +93,8 @@ impl Scheme {
                 Scheme::Basic,
                 Scheme::Discord,
                 Scheme::Sendgrid,
+                Scheme::Twilio,
+                Scheme::Mailgun,
             ])
             .find(|scheme| scheme.name() == name)
     }
@@ -104,6 +114,8 @@ impl Scheme {
             Scheme::Basic => "basic",
             Scheme::Discord => "discord",
             Scheme::Sendgrid => "sendgrid",
+            Scheme::Twilio => "twilio",
+            Scheme::Mailgun => "mailgun",
             Scheme::None => "none",
         }
     }
@@ -127,6 +139,9 @@ impl Scheme {
             Scheme::HmacSha256 => &["x-hookbox-signature"],
             Scheme::Discord => &["x-signature-ed25519"],
             Scheme::Sendgrid => &["x-twilio-email-event-webhook-signature"],
+            Scheme::Twilio => &["x-twilio-signature"],
+            // Mailgun's signature is in the body, not a header.
+            Scheme::Mailgun => &[],
             // The source's recipe names it ([`Auth::signature_headers`]); a token or Basic
             // credentials are the secret itself, redacted as credentials, never kept.
             Scheme::Hmac | Scheme::Token | Scheme::Basic | Scheme::None => &[],
@@ -142,8 +157,10 @@ impl Scheme {
             | Scheme::Slack
             | Scheme::HmacSha256
             | Scheme::Discord
-            | Scheme::Sendgrid => true,
+            | Scheme::Sendgrid
+            | Scheme::Mailgun => true,
             Scheme::Github
+            | Scheme::Twilio
             | Scheme::Shopify
             | Scheme::Hmac
             | Scheme::Token
@@ -155,8 +172,15 @@ impl Scheme {
     /// Whether the signature covers the body alone: no timestamp, no delivery id (GitHub,
     /// Shopify). A captured request of such a scheme verifies again under any delivery id, so
     /// ingest recognises a signed body it has seen before (see `ingest::Received`).
+    /// Twilio signs the body with the URL, which is the same for every delivery: alike.
     pub fn signs_body_only(&self) -> bool {
-        matches!(self, Scheme::Github | Scheme::Shopify)
+        matches!(self, Scheme::Github | Scheme::Shopify | Scheme::Twilio)
+    }
+
+    /// Whether the signature covers the URL the sender posted to, which only `[server]
+    /// public_url` can say behind a proxy.
+    pub fn signs_url(&self) -> bool {
+        matches!(self, Scheme::Twilio)
     }
 
     /// What the scheme checks, in words, for the sources page: what is signed, where the
@@ -213,6 +237,16 @@ impl Scheme {
                  X-Twilio-Email-Event-Webhook-Signature, with its verification keys{}",
                 within()
             ),
+            Scheme::Twilio => "Twilio: HMAC-SHA1 (HMAC-SHA256 for a SharedKey) of the URL and the \
+                 form's sorted parameters (a JSON body: its SHA-256 in the URL), base64, in \
+                 X-Twilio-Signature; no timestamp is signed, so a captured request stays valid"
+                .to_string(),
+            Scheme::Mailgun => format!(
+                "Mailgun: HMAC-SHA256 of the timestamp and token of the body's signature object, \
+                 hex, in that object; the event data is not signed, and each token is accepted \
+                 for one event only{}",
+                within()
+            ),
             Scheme::Basic => "HTTP Basic authentication, user:password equal to a secret; \
                  nothing is signed, so a captured request stays valid"
                 .to_string(),
@@ -240,7 +274,9 @@ impl Scheme {
             | Scheme::Slack
             | Scheme::HmacSha256
             | Scheme::Hmac
-            | Scheme::Token => raw_secret(secret),
+            | Scheme::Token
+            | Scheme::Twilio
+            | Scheme::Mailgun => raw_secret(secret),
             Scheme::Basic => shared_secret::parse_basic_secret(secret),
             Scheme::Discord | Scheme::Sendgrid => Err(format!(
                 "scheme {} verifies public keys: give them in public_keys_env, not secrets",
@@ -277,6 +313,9 @@ impl Scheme {
             Scheme::Hmac => Err(AuthError::Malformed("the source has no recipe")),
             Scheme::Token => Err(AuthError::Malformed("the source names no token header")),
             Scheme::Basic => shared_secret::verify_basic(headers, keys),
+            Scheme::Mailgun => mailgun::verify(body, keys, tolerance_secs, now),
+            // Only with the URL ([`Auth::verify`]).
+            Scheme::Twilio => Err(AuthError::Malformed("the signed URL is not configured")),
             Scheme::Discord | Scheme::Sendgrid => {
                 Err(AuthError::Malformed("the source has no public keys"))
             }
@@ -306,9 +345,15 @@ impl Scheme {
             Scheme::HmacSha256 => hmac_sha256::sign(key, body, now),
             Scheme::Basic => shared_secret::sign_basic(&SecretKey(key.to_vec())),
             // A public-key scheme signs with a private key hookbox never has.
-            Scheme::Hmac | Scheme::Token | Scheme::Discord | Scheme::Sendgrid | Scheme::None => {
-                Vec::new()
-            }
+            // Twilio signs the URL ([`Auth::sign`]); Mailgun signs inside the body, which is the
+            // sender's to write.
+            Scheme::Hmac
+            | Scheme::Token
+            | Scheme::Discord
+            | Scheme::Sendgrid
+            | Scheme::Twilio
+            | Scheme::Mailgun
+            | Scheme::None => Vec::new(),
         }
     }
 }

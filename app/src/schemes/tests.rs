@@ -15,7 +15,7 @@ fn names_round_trip() {
     );
     assert_eq!(Scheme::from_name("hmac-sha256"), Some(Scheme::HmacSha256));
     assert_eq!(Scheme::from_name("none"), Some(Scheme::None));
-    for unknown in ["", "Stripe", "svix", "twilio", "github-sha1", " stripe"] {
+    for unknown in ["", "Stripe", "svix", "twilio-sms", "github-sha1", " stripe"] {
         assert_eq!(Scheme::from_name(unknown), None, "{unknown:?}");
     }
 }

@@ -96,6 +96,7 @@ razorpay = _body_hmac("x-razorpay-signature", "sha256", "hex")
 sentry = _body_hmac("sentry-hook-signature", "sha256", "hex")
 notion = _body_hmac("x-notion-signature", "sha256", "hex", "sha256=")
 woocommerce = _body_hmac("x-wc-webhook-signature", "sha256", "base64")
+asana = _body_hmac("x-hook-signature", "sha256", "hex")
 _dropbox_post = _body_hmac("x-dropbox-signature", "sha256", "hex")
 
 
@@ -308,6 +309,7 @@ PROVIDER_FILES = {
     "notion.json": notion,
     "woocommerce.json": woocommerce,
     "dropbox.json": dropbox,
+    "asana.json": asana,
     "resend.json": resend,
     "postmark.json": postmark,
 }

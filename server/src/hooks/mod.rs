@@ -58,6 +58,53 @@ pub async fn receive(
     }
 }
 
+/// `GET /hooks/{source}`: a provider's endpoint verification by GET (Dropbox's `?challenge=`),
+/// echoed as inert text; every other source answers 405, since deliveries are POSTed.
+pub async fn verify_endpoint(
+    State(state): State<std::sync::Arc<AppState>>,
+    Path(source_name): Path<String>,
+    request_id: RequestId,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let source = match configured_source(&state, &source_name, None) {
+        Ok(source) => source,
+        Err(refusal) => {
+            return refusal
+                .count_and_log(&state, &source_name, &request_id, peer, &headers)
+                .into_response();
+        }
+    };
+    match providers::get_challenge(source.preset, query.as_deref()) {
+        None => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(axum::http::header::ALLOW, "POST")],
+            axum::Json(serde_json::json!({
+                "status": "method_not_allowed",
+                "reason": "deliveries are POSTed; this source's provider verifies no endpoint by GET",
+            })),
+        )
+            .into_response(),
+        Some(Err(why)) => json(
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"status": "bad_request", "reason": why}),
+        ),
+        Some(Ok(challenge)) => {
+            tracing::info!(source = %source.name, "endpoint verification answered (not archived)");
+            (
+                StatusCode::OK,
+                [
+                    (axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                    (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                ],
+                challenge,
+            )
+                .into_response()
+        }
+    }
+}
+
 /// What of the request besides its body a signature may cover.
 #[derive(Clone, Copy)]
 struct Sent<'a> {
@@ -223,7 +270,7 @@ async fn ingest(
     request_id: RequestId,
 ) -> Result<Ingested, Refusal> {
     let headers_json = archived_headers(headers, source);
-    let received = received(source, &headers_json, body, now);
+    let received = received(source, headers, &headers_json, body, now);
     let fallback;
     let source_metrics = match state.delivery_metrics.get(&source.name) {
         Some(m) => m,
@@ -277,6 +324,7 @@ async fn ingest(
 /// The delivery as ingest takes it: not a replay, for the source's destinations.
 fn received<'a>(
     source: &'a Source,
+    headers: &HeaderMap,
     headers_json: &'a str,
     body: &'a Bytes,
     now: DateTime<Utc>,
@@ -285,13 +333,11 @@ fn received<'a>(
         source: &source.name,
         headers_json,
         body,
+        body_fields: app::envelope::form_document(headers, body),
         received_at: now,
         replay_of: None,
         replayed_by: None,
-        signed_body_digest: source
-            .auth()
-            .signs_body_only()
-            .then(|| ingest::body_digest(body)),
+        signed_body_digest: source.auth().replay_digest(body),
         forward_to: &source.forward,
     }
 }

@@ -20,6 +20,7 @@ fn received(body: &str) -> Received<'_> {
         source: "shop",
         headers_json: "{}",
         body: body.as_bytes(),
+        body_fields: None,
         received_at: chrono::Utc::now(),
         replay_of: None,
         replayed_by: None,

@@ -211,13 +211,11 @@ async fn record(db: &Db, config: &Config, delivery: &Delivery, path: Way) -> Out
         source: &source.name,
         headers_json: &headers_json,
         body: delivery.body.as_bytes(),
+        body_fields: app::envelope::form_document(&headers, delivery.body.as_bytes()),
         received_at: chrono::Utc::now(),
         replay_of: None,
         replayed_by: None,
-        signed_body_digest: source
-            .scheme
-            .signs_body_only()
-            .then(|| ingest::body_digest(delivery.body.as_bytes())),
+        signed_body_digest: source.auth().replay_digest(delivery.body.as_bytes()),
         forward_to: &source.forward,
     };
     let parsed = parse_envelope(&source.mapping, &headers, delivery.body.as_bytes());

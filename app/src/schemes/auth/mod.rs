@@ -44,6 +44,25 @@ impl Auth<'_> {
         }
     }
 
+    /// Whether the signature covers the URL (see [`Scheme::signs_url`]).
+    pub fn signs_url(&self) -> bool {
+        match self.recipe {
+            Some(recipe) => recipe.signed.contains(&super::recipe::Part::Url),
+            None => self.scheme.signs_url(),
+        }
+    }
+
+    /// What ingest remembers of a verified signature so that it is accepted for one event only
+    /// (see `ingest::Received::signed_body_digest`): the body's SHA-256 where the signature
+    /// covers the body alone, Mailgun's token; `None` where a timestamp or an id is signed.
+    pub fn replay_digest(&self, body: &[u8]) -> Option<[u8; 32]> {
+        if self.scheme == Scheme::Mailgun {
+            return super::mailgun::replay_digest(body);
+        }
+        use sha2::{Digest, Sha256};
+        self.signs_body_only().then(|| Sha256::digest(body).into())
+    }
+
     /// What is checked, in words (the sources page, `check-config`).
     pub fn describe(&self, tolerance_secs: u64) -> String {
         if let (Scheme::Token, Some(name)) = (self.scheme, self.token_header) {
@@ -102,6 +121,7 @@ impl Auth<'_> {
             Scheme::Sendgrid => {
                 return verify_sendgrid(headers, body, self.public_keys, tolerance_secs, now);
             }
+            Scheme::Twilio => return super::twilio::verify(request, keys),
             _ => {}
         }
         match self.recipe {
@@ -122,6 +142,9 @@ impl Auth<'_> {
     ) -> Vec<(HeaderName, String)> {
         if let (Scheme::Token, Some(name)) = (self.scheme, self.token_header) {
             return super::shared_secret::sign_token(key, name);
+        }
+        if self.scheme == Scheme::Twilio {
+            return super::twilio::sign(key, request);
         }
         match self.recipe {
             Some(recipe) => recipe.sign(key, request, now),

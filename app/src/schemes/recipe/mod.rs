@@ -165,6 +165,9 @@ pub enum TimestampAt {
     Header(String),
     /// The entry of the signature header that starts with this label, e.g. Stripe's `t=`.
     Entry(String),
+    /// A field of the JSON body (its pointer), e.g. Linear's `/webhookTimestamp`: signed with
+    /// the body, and read only once the signature verifies (a string or an integer).
+    BodyField(String),
 }
 
 /// One part of what is signed, in order.
@@ -217,6 +220,18 @@ impl Part {
             Part::Literal(text) => format!("{text:?}"),
         }
     }
+}
+
+/// The Unix seconds of the timestamp at `pointer` in a JSON body: a string or an integer in
+/// `unit` (a body without it fails, as Linear's SDK has it).
+fn body_timestamp(body: &[u8], pointer: &str, unit: TimeUnit) -> Result<i64, AuthError> {
+    let missing = AuthError::Malformed("the body has no timestamp where the recipe says");
+    let text = std::str::from_utf8(body).map_err(|_| missing.clone())?;
+    let doc = crate::json::parse(text).map_err(|_| missing.clone())?;
+    let node = doc.pointer(pointer).ok_or(missing)?;
+    let value = node.as_str().unwrap_or_else(|| node.raw(text));
+    unit.seconds(value)
+        .ok_or(AuthError::Malformed("the body's timestamp is not one"))
 }
 
 /// A header name as configured, in lower case; the error says why it cannot be one.
@@ -273,6 +288,14 @@ impl Recipe {
                 "signed",
                 "does not contain \"body\": the signature would not cover what is delivered"
                     .to_string(),
+            ));
+        }
+        if self.signed.contains(&Part::Timestamp)
+            && let Some((TimestampAt::BodyField(_), _)) = &self.timestamp
+        {
+            problems.push((
+                "signed",
+                "contains \"timestamp\" but the timestamp is a field of the body (timestamp_field), which \"body\" signs".to_string(),
             ));
         }
         if self.signed.contains(&Part::Timestamp) && self.timestamp.is_none() {
@@ -339,7 +362,11 @@ impl Recipe {
 
     /// Whether a timestamp is signed: whether `tolerance_secs` means anything.
     pub fn has_timestamp(&self) -> bool {
-        self.timestamp.is_some() && self.signed.contains(&Part::Timestamp)
+        match &self.timestamp {
+            Some((TimestampAt::BodyField(_), _)) => true,
+            Some(_) => self.signed.contains(&Part::Timestamp),
+            None => false,
+        }
     }
 
     /// Verifies `request` at `now` (Unix seconds): every signature entry of the header against
@@ -383,7 +410,13 @@ impl Recipe {
             self.algorithm
                 .mac(key, &parts)
                 .map(|mac| self.signature_encoding.encode(&mac))
-        })
+        })?;
+        // A timestamp inside the body is read once the body is known to be the sender's.
+        if let Some((TimestampAt::BodyField(pointer), unit)) = &self.timestamp {
+            let secs = body_timestamp(request.body, pointer, *unit)?;
+            check_tolerance(secs, now, tolerance_secs)?;
+        }
+        Ok(())
     }
 
     /// The timestamp's text, where the recipe has one.
@@ -397,6 +430,8 @@ impl Recipe {
             Some((TimestampAt::Header(name), _)) => header(headers, name)?
                 .map(|text| Some(text.trim()))
                 .ok_or_else(|| AuthError::MissingHeader(name.clone().into())),
+            // Read after the signature ([`body_timestamp`]).
+            Some((TimestampAt::BodyField(_), _)) => Ok(None),
             Some((TimestampAt::Entry(label), _)) => {
                 let mut found = entries
                     .iter()
@@ -512,6 +547,9 @@ impl fmt::Display for Recipe {
         match &self.timestamp {
             Some((TimestampAt::Header(name), _)) => write!(f, "; the timestamp in {name}"),
             Some((TimestampAt::Entry(label), _)) => write!(f, "; the timestamp as {label:?}"),
+            Some((TimestampAt::BodyField(pointer), _)) => {
+                write!(f, "; the timestamp at {pointer} in the body")
+            }
             None => Ok(()),
         }
     }

@@ -16,6 +16,7 @@ pub const RECIPE_KEYS: &[&str] = &[
     "signed",
     "timestamp_header",
     "timestamp_prefix",
+    "timestamp_field",
     "timestamp_unit",
     "secret_encoding",
     "secret_prefix",
@@ -68,6 +69,21 @@ impl Recipe {
             header_name,
         );
         let timestamp_prefix = text("timestamp_prefix");
+        let timestamp_field = value(
+            &mut problems,
+            "timestamp_field",
+            text("timestamp_field"),
+            |pointer| {
+                if pointer.starts_with('/') {
+                    Ok(pointer.to_string())
+                } else {
+                    Err(format!(
+                        "{pointer:?} is not a JSON pointer such as \"/webhookTimestamp\""
+                    ))
+                }
+            },
+        )
+        .flatten();
         let unit = value(
             &mut problems,
             "timestamp_unit",
@@ -106,17 +122,23 @@ impl Recipe {
             }
         }
         let timestamp_header = timestamp_header.flatten();
-        if timestamp_header.is_some() && timestamp_prefix.is_some() {
+        let places = [
+            timestamp_header.is_some(),
+            timestamp_prefix.is_some(),
+            timestamp_field.is_some(),
+        ];
+        if places.iter().filter(|given| **given).count() > 1 {
             problems.push((
-                "timestamp_prefix",
-                "and timestamp_header both say where the timestamp is: keep one".into(),
+                "timestamp_header",
+                "timestamp_prefix and timestamp_field: more than one says where the timestamp is; keep one".into(),
             ));
         }
         let unit = unit.flatten().unwrap_or(TimeUnit::Seconds);
-        let timestamp = match (timestamp_header, timestamp_prefix) {
-            (Some(name), _) => Some((TimestampAt::Header(name), unit)),
-            (None, Some(label)) => Some((TimestampAt::Entry(label), unit)),
-            (None, None) => None,
+        let timestamp = match (timestamp_header, timestamp_prefix, timestamp_field) {
+            (Some(name), _, _) => Some((TimestampAt::Header(name), unit)),
+            (None, Some(label), _) => Some((TimestampAt::Entry(label), unit)),
+            (None, None, Some(pointer)) => Some((TimestampAt::BodyField(pointer), unit)),
+            (None, None, None) => None,
         };
         match (algorithm.flatten(), signature_header.flatten(), signed) {
             (Some(algorithm), Some(signature_header), Some(signed)) if problems.is_empty() => {
@@ -186,6 +208,10 @@ impl Recipe {
             },
             "timestamp_prefix" => match timestamp {
                 Some((TimestampAt::Entry(label), _)) => Some(label.clone()),
+                _ => None,
+            },
+            "timestamp_field" => match timestamp {
+                Some((TimestampAt::BodyField(pointer), _)) => Some(pointer.clone()),
                 _ => None,
             },
             "timestamp_unit" => match timestamp {

@@ -166,6 +166,10 @@ fn providers_whose_signature_is_a_plain_recipe_pass_their_vectors() {
             "dropbox.json",
             of_body("X-Dropbox-Signature", "sha256", "", "hex"),
         ),
+        (
+            "asana.json",
+            of_body("X-Hook-Signature", "sha256", "", "hex"),
+        ),
     ] {
         assert!(vectors(&recipe, file, 300) >= 4, "{file}");
     }
@@ -231,6 +235,31 @@ fn providers_whose_signature_is_a_plain_recipe_pass_their_vectors() {
         &["header:Twitch-Eventsub-Message-Id", "timestamp", "body"],
     );
     assert!(vectors(&twitch, "twitch.json", 600) >= 7);
+    // Linear's timestamp is a field of the signed body, read once the signature verifies.
+    let linear = recipe(
+        &[
+            ("algorithm", "sha256"),
+            ("signature_header", "Linear-Signature"),
+            ("timestamp_field", "/webhookTimestamp"),
+            ("timestamp_unit", "ms"),
+        ],
+        &BODY,
+    );
+    assert_eq!(vectors(&linear, "linear.json", 60), 11);
+}
+
+#[test]
+fn every_preset_recipe_is_the_one_its_vectors_pass() {
+    use crate::providers::Preset;
+    for (preset, file, tolerance) in [
+        (Preset::Linear, "linear.json", 60),
+        (Preset::Dropbox, "dropbox.json", 300),
+        (Preset::Asana, "asana.json", 300),
+    ] {
+        let recipe = preset.recipe().expect("a recipe preset");
+        assert_eq!(preset.tolerance_secs().unwrap_or(300), tolerance);
+        assert!(vectors(&recipe, file, tolerance) >= 6, "{file}");
+    }
 }
 
 #[test]

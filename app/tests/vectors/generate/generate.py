@@ -76,6 +76,7 @@ DOCS = {
     "notion": "https://developers.notion.com/reference/webhooks#step-3-validating-event-payloads-recommended",
     "woocommerce": "https://woocommerce.github.io/woocommerce-rest-api-docs/#webhooks (delivery: X-WC-Webhook-Signature, base64 HMAC-SHA256 of the payload)",
     "dropbox": "https://www.dropbox.com/developers/reference/webhooks#documentation",
+    "asana": "https://developers.asana.com/docs/webhooks-guide#security",
     "resend": "https://resend.com/docs/dashboard/webhooks/verify-webhooks-requests",
     "postmark": "https://postmarkapp.com/developer/webhooks/webhooks-overview#protecting-your-webhook-using-basic-http-authentication",
 }
@@ -1095,6 +1096,17 @@ def dropbox():
     return out
 
 
+def asana():
+    # The secret is the X-Hook-Secret of the handshake that created the webhook.
+    secret = "3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e"
+    body = compact({"events": [{"user": {"gid": "1198989287389523", "resource_type": "user"},
+                                "created_at": "2025-12-03T07:59:58.424Z", "action": "changed",
+                                "resource": {"gid": "1204312345678901", "resource_type": "task"},
+                                "parent": None, "change": {"field": "completed", "action": "changed"}}]})
+    return body_hmac("asana", "sha256", "X-Hook-Signature", "hex", "", secret, body,
+                     {"Content-Type": "application/json; charset=utf-8"})
+
+
 def resend():
     from svix.webhooks import Webhook as Svix
 
@@ -1253,6 +1265,7 @@ def main():
         ("notion.json", notion, None, None),
         ("woocommerce.json", woocommerce, None, None),
         ("dropbox.json", dropbox, None, None),
+        ("asana.json", asana, None, None),
         ("resend.json", resend, resend_check, "resend"),
         ("postmark.json", postmark, None, None),
         ("github-form.json", github_form, None, None),

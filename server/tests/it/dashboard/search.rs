@@ -376,7 +376,7 @@ async fn a_slow_search_answers_408_naming_match_and_leaves_nothing_running(backe
     if backend == Backend::Postgres {
         let running = count(
             &app.db,
-            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%hookbox_body_json(body) @>%' AND state <> 'idle' AND pid <> pg_backend_pid()",
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%hookbox_body_doc(body, body_fields) @>%' AND state <> 'idle' AND pid <> pg_backend_pid()",
         )
         .await;
         assert_eq!(running, 0, "the search's statement was cancelled");

@@ -35,6 +35,7 @@ async fn deliver(db: &Db, body: &str, at: DateTime<Utc>, replay_of: Option<i64>)
         source: "shop",
         headers_json: "{}",
         body: body.as_bytes(),
+        body_fields: None,
         received_at: at,
         replay_of,
         replayed_by: replay_of.map(|_| "admin"),

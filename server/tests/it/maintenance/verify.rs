@@ -220,6 +220,7 @@ async fn a_repair_waits_for_a_delivery_holding_the_row_and_derives_from_what_it_
         source: "shop",
         headers_json: "{}",
         body: body.as_bytes(),
+        body_fields: None,
         received_at: Utc::now(),
         replay_of: None,
         replayed_by: None,
