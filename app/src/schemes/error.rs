@@ -13,6 +13,9 @@ pub enum AuthError {
     MissingHeader(Cow<'static, str>),
     /// A header is present but cannot be parsed (what is wrong with it).
     Malformed(&'static str),
+    /// What a scheme reads from the body (Mailgun's signature object, Linear's timestamp) is
+    /// missing or unreadable (what is wrong).
+    MalformedBody(&'static str),
     /// The signed timestamp is too far from now, in either direction: `age_secs` is now minus
     /// the timestamp (negative: from the future), saturated at the bounds of `i64`.
     TimestampOutOfTolerance { age_secs: i64, tolerance_secs: u64 },
@@ -30,6 +33,7 @@ impl fmt::Display for AuthError {
         match self {
             AuthError::MissingHeader(name) => write!(f, "missing header {name}"),
             AuthError::Malformed(why) => write!(f, "malformed signature header: {why}"),
+            AuthError::MalformedBody(why) => write!(f, "unreadable signed body: {why}"),
             AuthError::TimestampOutOfTolerance {
                 age_secs,
                 tolerance_secs,

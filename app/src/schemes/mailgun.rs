@@ -14,13 +14,14 @@ use super::{AuthError, SecretKey};
 /// The signature object of a body: (timestamp, token, signature) as sent.
 fn signature_object(body: &[u8]) -> Result<(String, String, String), AuthError> {
     let text = std::str::from_utf8(body)
-        .map_err(|_| AuthError::Malformed("the body is not UTF-8 JSON"))?;
-    let doc = crate::json::parse(text).map_err(|_| AuthError::Malformed("the body is not JSON"))?;
+        .map_err(|_| AuthError::MalformedBody("the body is not UTF-8 JSON"))?;
+    let doc =
+        crate::json::parse(text).map_err(|_| AuthError::MalformedBody("the body is not JSON"))?;
     let field = |name: &'static str| {
         doc.pointer(&format!("/signature/{name}"))
             .and_then(|node| node.as_str())
             .map(str::to_string)
-            .ok_or(AuthError::Malformed(match name {
+            .ok_or(AuthError::MalformedBody(match name {
                 "timestamp" => "the body has no signature.timestamp",
                 "token" => "the body has no signature.token",
                 _ => "the body has no signature.signature",
@@ -36,8 +37,9 @@ pub(super) fn verify(
     now: i64,
 ) -> Result<(), AuthError> {
     let (timestamp, token, signature) = signature_object(body)?;
-    let secs =
-        parse_unix(&timestamp).ok_or(AuthError::Malformed("the timestamp is not an integer"))?;
+    let secs = parse_unix(&timestamp).ok_or(AuthError::MalformedBody(
+        "signature.timestamp is not an integer",
+    ))?;
     check_tolerance(secs, now, tolerance_secs)?;
     let signature = signature.to_ascii_lowercase();
     match_any(keys, &[signature.as_str()], |key| {

@@ -225,13 +225,13 @@ impl Part {
 /// The Unix seconds of the timestamp at `pointer` in a JSON body: a string or an integer in
 /// `unit` (a body without it fails, as Linear's SDK has it).
 fn body_timestamp(body: &[u8], pointer: &str, unit: TimeUnit) -> Result<i64, AuthError> {
-    let missing = AuthError::Malformed("the body has no timestamp where the recipe says");
+    let missing = AuthError::MalformedBody("no timestamp where the recipe says");
     let text = std::str::from_utf8(body).map_err(|_| missing.clone())?;
     let doc = crate::json::parse(text).map_err(|_| missing.clone())?;
     let node = doc.pointer(pointer).ok_or(missing)?;
     let value = node.as_str().unwrap_or_else(|| node.raw(text));
     unit.seconds(value)
-        .ok_or(AuthError::Malformed("the body's timestamp is not one"))
+        .ok_or(AuthError::MalformedBody("the timestamp is not one"))
 }
 
 /// A header name as configured, in lower case; the error says why it cannot be one.

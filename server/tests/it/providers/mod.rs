@@ -8,6 +8,8 @@
 //!
 //! - `deliveries`: signed deliveries, retries, tampering, rotation, replayed bodies under new
 //!   ids, and Slack's URL verification.
+//! - `body_signed`: Mailgun's and Linear's signature parts in the body; Dropbox's GET challenge.
+//! - `forms`: form-encoded bodies (Twilio, GitHub's form content type), searched by their fields.
 //! - `send`: `hookbox send` against every preset.
 //! - `secrets`: no secret in the logs, the answers or the archive.
 
@@ -16,7 +18,9 @@ use app::config::Config;
 use app::schemes::Scheme;
 use std::path::Path;
 
+mod body_signed;
 mod deliveries;
+mod forms;
 mod presets;
 mod public_keys;
 mod recipes;

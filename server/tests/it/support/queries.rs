@@ -1,4 +1,4 @@
-//! Reading the database back: one integer, rows of text, an inbox snapshot, the projection's
+//! Reading the database back: one integer, one body's bytes, rows of text, an inbox snapshot, the projection's
 //! revision, the archive of an event, and a wait for a backend blocked by another.
 
 use app::db::Db;
@@ -15,6 +15,16 @@ pub async fn scalar(db: &Db, sql: &str, values: Vec<Value>) -> Option<i64> {
 
 pub async fn count(db: &Db, sql: &str) -> i64 {
     scalar(db, sql, vec![]).await.unwrap_or(0)
+}
+
+/// One bytes column of the first row (an archived body).
+pub async fn bytes(db: &Db, sql: &str) -> Vec<u8> {
+    db.conn
+        .query_one_raw(Statement::from_string(db.backend(), sql))
+        .await
+        .expect("query")
+        .map(|row| row.try_get_by_index::<Vec<u8>>(0).expect("bytes"))
+        .unwrap_or_default()
 }
 
 /// Rows of text columns.
