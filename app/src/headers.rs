@@ -314,6 +314,7 @@ event_type = "header:X-Event"
                 scheme,
                 recipe: None,
                 token_header: None,
+                token_query: None,
                 public_keys_env: Vec::new(),
                 public_keys: Vec::new(),
                 secrets_env: Vec::new(),

@@ -56,6 +56,16 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
         Some(origin) => format!("{origin}/hooks/{}", source.name),
         None => endpoint.clone(),
     };
+    // A source that takes its token from the query only is sent it there (and an error names
+    // the URL without it).
+    let posted = match source
+        .keys
+        .first()
+        .and_then(|key| source.auth().query_token(key))
+    {
+        Some(query) => format!("{endpoint}?{query}"),
+        None => endpoint.clone(),
+    };
     let headers = delivery_headers(
         source,
         &body,
@@ -65,11 +75,12 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
     );
 
     let response = reqwest::Client::new()
-        .post(&endpoint)
+        .post(&posted)
         .headers(headers)
         .body(body)
         .send()
         .await
+        .map_err(reqwest::Error::without_url)
         .with_context(|| format!("post to {endpoint}"))?;
     let status = response.status();
     let text = response.text().await.context("read the answer")?;
@@ -143,6 +154,7 @@ pub fn delivery_headers(
     if let Some(key) = source.keys.first() {
         let request = app::schemes::Request {
             method: "POST",
+            query: None,
             url,
             headers: &headers,
             body,

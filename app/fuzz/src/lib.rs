@@ -281,6 +281,7 @@ pub fn recipe_verify(data: &[u8]) {
     base.insert("x-id", HeaderValue::from_static("delivery-1"));
     let unsigned = Request {
         method: "POST",
+        query: None,
         url: Some(url),
         headers: &base,
         body,

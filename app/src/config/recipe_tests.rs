@@ -208,8 +208,28 @@ fn a_token_source_names_its_header_and_basic_takes_user_password() {
     );
     assert_eq!(
         e.to_string(),
-        "hookbox.toml: source gl: token_header: is required with scheme = \"token\""
+        "hookbox.toml: source gl: token_header: is required with scheme = \"token\" (or token_query)"
     );
+    for (line, why) in [
+        (
+            "scheme = \"stripe\"\ntoken_query = \"key\"",
+            "token_query: applies only with scheme = \"token\"",
+        ),
+        (
+            "scheme = \"token\"\ntoken_header = \"X-T\"\ntoken_query = \"a b\"",
+            "token_query: \"a b\" is not a query parameter name (letters, digits, _ and -)",
+        ),
+        (
+            "scheme = \"twilio\"",
+            "scheme: twilio signs the URL the sender posts to: set [server] public_url, since hookbox cannot see it behind a proxy",
+        ),
+    ] {
+        let e = problem(
+            &format!("[[sources]]\nname = \"q\"\n{line}\nsecrets_env = [\"S\"]\n"),
+            &[("S", "s3cret")],
+        );
+        assert!(e.to_string().contains(why), "{line}: {e}");
+    }
     let e = problem(
         "[[sources]]\nname = \"shop\"\nscheme = \"stripe\"\nsecrets_env = [\"S\"]\ntoken_header = \"X-T\"\n",
         &[("S", "s3cret")],

@@ -27,6 +27,7 @@ const SOURCE_KEYS: &[&str] = &[
     "event_type",
     "forward",
     "token_header",
+    "token_query",
     "public_keys_env",
 ];
 
@@ -46,6 +47,9 @@ pub struct Source {
     pub recipe: Option<Recipe>,
     /// `scheme = "token"`: the header the token is in (lower case).
     pub token_header: Option<String>,
+    /// `scheme = "token"`, opted in: the query parameter the token may be in instead (for
+    /// senders that cannot set a header). The query string is never stored nor logged.
+    pub token_query: Option<String>,
     /// The names of the variables the public keys came from (`public_keys_env`), in order.
     pub public_keys_env: Vec<String>,
     /// A public-key scheme's keys (Standard Webhooks `v1a`, Discord, SendGrid): any verifies.
@@ -110,12 +114,14 @@ pub(super) fn read_source(
         preset.and_then(Preset::recipe),
         public_url,
     );
-    let token_header = read_token_header(&mut keys, scheme, preset);
+    let token_query = read_token_query(&mut keys, scheme);
+    let token_header = read_token_header(&mut keys, scheme, preset, token_query.is_some());
     let (public_keys_env, public_keys) = read_public_keys(&mut keys, scheme, env);
     let auth = scheme.map(|scheme| Auth {
         scheme,
         recipe: recipe.as_ref(),
         token_header: token_header.as_deref(),
+        token_query: token_query.as_deref(),
         public_keys: &public_keys,
     });
     // A recipe names this problem by its `signed` key (`Recipe::check`).
@@ -206,6 +212,7 @@ pub(super) fn read_source(
             scheme,
             recipe,
             token_header,
+            token_query,
             public_keys_env,
             public_keys,
             secrets_env,
@@ -274,6 +281,7 @@ fn read_token_header(
     keys: &mut Keys<'_>,
     scheme: Option<Scheme>,
     preset: Option<Preset>,
+    in_query: bool,
 ) -> Option<String> {
     let given = keys.string("token_header");
     if scheme != Some(Scheme::Token) {
@@ -291,12 +299,40 @@ fn read_token_header(
             }
         },
         None => {
-            if !keys.has_refused("token_header") {
-                keys.problem("token_header", "is required with scheme = \"token\"");
+            if !keys.has_refused("token_header") && !in_query {
+                keys.problem(
+                    "token_header",
+                    "is required with scheme = \"token\" (or token_query)",
+                );
             }
             None
         }
     }
+}
+
+/// `token_query`: the query parameter a `token` source takes its token from, when the operator
+/// opts in (a name of letters, digits, `_` and `-`); a problem beside another scheme.
+fn read_token_query(keys: &mut Keys<'_>, scheme: Option<Scheme>) -> Option<String> {
+    let name = keys.string("token_query")?;
+    if scheme != Some(Scheme::Token) {
+        if scheme.is_some() {
+            keys.problem("token_query", "applies only with scheme = \"token\"");
+        }
+        return None;
+    }
+    let fits = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !fits {
+        keys.problem(
+            "token_query",
+            format!("{name:?} is not a query parameter name (letters, digits, _ and -)"),
+        );
+        return None;
+    }
+    Some(name)
 }
 
 /// `public_keys_env`: the variables holding a public-key scheme's keys, each parsed for the
@@ -364,6 +400,7 @@ impl Source {
             scheme: self.scheme,
             recipe: self.recipe.as_ref(),
             token_header: self.token_header.as_deref(),
+            token_query: self.token_query.as_deref(),
             public_keys: &self.public_keys,
         }
     }

@@ -208,7 +208,18 @@ pub async fn summaries(
 fn summary(source: &Source, activity: Activity, received_24h: i64) -> SourceSummary {
     SourceSummary {
         name: source.name.clone(),
-        path: format!("/hooks/{}", crate::url::urlencode(&source.name)),
+        // A token taken from the query is shown as a placeholder, never as a secret.
+        path: match source
+            .token_query
+            .as_deref()
+            .filter(|_| source.token_header.is_none())
+        {
+            Some(name) => format!(
+                "/hooks/{}?{name}=<a secret>",
+                crate::url::urlencode(&source.name)
+            ),
+            None => format!("/hooks/{}", crate::url::urlencode(&source.name)),
+        },
         preset: source.preset.map(|p| p.name().to_string()),
         scheme: source.scheme.name().to_string(),
         scheme_words: source.auth().describe(source.tolerance_secs),

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceSummary {
     pub name: String,
-    /// The endpoint's path, `/hooks/{name}` (the name URL-encoded).
+    /// The endpoint's path, `/hooks/{name}` (the name URL-encoded), with `?{param}=<a secret>`
+    /// for a source that takes its token from the query only.
     pub path: String,
     /// The provider preset it was declared with (`stripe`), if any.
     pub preset: Option<String>,

@@ -11,6 +11,8 @@ pub enum AuthError {
     /// A header the scheme needs is absent (its lower-case name: a scheme's own, or a
     /// recipe's from the configuration).
     MissingHeader(Cow<'static, str>),
+    /// The query parameter a source takes its token from is absent (its name).
+    MissingQuery(Cow<'static, str>),
     /// A header is present but cannot be parsed (what is wrong with it).
     Malformed(&'static str),
     /// What a scheme reads from the body (Mailgun's signature object, Linear's timestamp) is
@@ -32,6 +34,7 @@ impl fmt::Display for AuthError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AuthError::MissingHeader(name) => write!(f, "missing header {name}"),
+            AuthError::MissingQuery(name) => write!(f, "missing query parameter {name}"),
             AuthError::Malformed(why) => write!(f, "malformed signature header: {why}"),
             AuthError::MalformedBody(why) => write!(f, "unreadable signed body: {why}"),
             AuthError::TimestampOutOfTolerance {

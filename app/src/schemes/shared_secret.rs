@@ -43,7 +43,7 @@ pub(super) fn verify_basic(headers: &HeaderMap, keys: &[SecretKey]) -> Result<()
 }
 
 /// Ok if `given` equals any key; every key is compared, without stopping at a match.
-fn matches_any(given: &[u8], keys: &[SecretKey]) -> Result<(), AuthError> {
+pub(super) fn matches_any(given: &[u8], keys: &[SecretKey]) -> Result<(), AuthError> {
     let mut matched = false;
     for key in keys {
         matched |= bool::from(key.0.ct_eq(given));

@@ -510,6 +510,7 @@ pub fn run_auth_vectors(auth: super::Auth<'_>, file: &str, tolerance_secs: u64) 
         let headers = v.header_map();
         let request = super::Request {
             method: v.method.as_deref().unwrap_or("POST"),
+            query: None,
             url: v.url.as_deref(),
             headers: &headers,
             body: v.body.as_bytes(),

@@ -206,6 +206,7 @@ fn authenticate(
     });
     let request = app::schemes::Request {
         method: "POST",
+        query: sent.query,
         url: url.as_deref(),
         headers: sent.headers,
         body,

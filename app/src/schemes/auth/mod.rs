@@ -15,6 +15,8 @@ pub struct Auth<'a> {
     pub scheme: Scheme,
     pub recipe: Option<&'a Recipe>,
     pub token_header: Option<&'a str>,
+    /// [`Scheme::Token`], opted in: the query parameter the token may be in instead.
+    pub token_query: Option<&'a str>,
     /// The public keys of a public-key scheme (`public_keys_env`).
     pub public_keys: &'a [PublicKey],
 }
@@ -65,9 +67,15 @@ impl Auth<'_> {
 
     /// What is checked, in words (the sources page, `check-config`).
     pub fn describe(&self, tolerance_secs: u64) -> String {
-        if let (Scheme::Token, Some(name)) = (self.scheme, self.token_header) {
+        if self.scheme == Scheme::Token {
+            let place = match (self.token_header, self.token_query) {
+                (Some(header), Some(query)) => format!("{header} or the query parameter {query}"),
+                (Some(header), None) => header.to_string(),
+                (None, Some(query)) => format!("the query parameter {query}"),
+                (None, None) => "a header".to_string(),
+            };
             return format!(
-                "a shared token in {name}, equal to a secret; nothing is signed, so a captured request stays valid"
+                "a shared token in {place}, equal to a secret; nothing is signed, so a captured request stays valid"
             );
         }
         match self.recipe {
@@ -101,8 +109,23 @@ impl Auth<'_> {
         let (headers, body) = (request.headers, request.body);
         match self.scheme {
             Scheme::Token => {
-                if let Some(name) = self.token_header {
-                    return super::shared_secret::verify_token(headers, name, keys);
+                let in_query = self.token_query.and_then(|name| {
+                    form_urlencoded::parse(request.query.unwrap_or_default().as_bytes())
+                        .find(|(given, _)| given == name)
+                        .map(|(_, value)| value.into_owned())
+                });
+                match (in_query, self.token_header) {
+                    (Some(token), _) => {
+                        return super::shared_secret::matches_any(token.as_bytes(), keys);
+                    }
+                    (None, Some(name)) => {
+                        return super::shared_secret::verify_token(headers, name, keys);
+                    }
+                    (None, None) => {
+                        if let Some(name) = self.token_query {
+                            return Err(AuthError::MissingQuery(name.to_string().into()));
+                        }
+                    }
                 }
             }
             Scheme::StandardWebhooks => {
@@ -130,6 +153,18 @@ impl Auth<'_> {
                 .scheme
                 .verify(request.headers, request.body, keys, tolerance_secs, now),
         }
+    }
+
+    /// The query a sender puts its token in (`name=token`, encoded) when the source takes the
+    /// token from the query only (`token_query` without `token_header`).
+    pub fn query_token(&self, key: &SecretKey) -> Option<String> {
+        let name = self.token_query.filter(|_| self.token_header.is_none())?;
+        let token = std::str::from_utf8(&key.0).ok()?;
+        Some(
+            form_urlencoded::Serializer::new(String::new())
+                .append_pair(name, token)
+                .finish(),
+        )
     }
 
     /// The headers a real sender would send for `request` at `now` (see [`Scheme::sign`]).

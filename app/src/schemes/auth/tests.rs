@@ -18,6 +18,7 @@ fn auth(scheme: Scheme) -> Auth<'static> {
         scheme,
         recipe: None,
         token_header: None,
+        token_query: None,
         public_keys: &[],
     }
 }
@@ -72,6 +73,7 @@ fn a_public_key_that_does_not_decode_is_refused_saying_why() {
 fn tokens_and_basic_credentials_pass_their_vectors() {
     let token = Auth {
         token_header: Some("x-gitlab-token"),
+        token_query: None,
         ..auth(Scheme::Token)
     };
     assert_eq!(run(token, "gitlab.json"), 7);
@@ -86,6 +88,7 @@ fn tokens_and_basic_credentials_pass_their_vectors() {
     let unsigned = HeaderMap::new();
     let request = Request {
         method: "POST",
+        query: None,
         url: None,
         headers: &unsigned,
         body: b"{}",
@@ -130,6 +133,7 @@ fn a_header_with_more_v1a_signatures_than_a_rotation_needs_is_refused_unchecked(
         );
         let request = Request {
             method: "POST",
+            query: None,
             url: None,
             headers: &headers,
             body: b"{}",

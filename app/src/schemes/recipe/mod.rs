@@ -267,6 +267,8 @@ pub struct Recipe {
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
     pub method: &'a str,
+    /// The query string as received, without its `?` (a token a source opted to take there).
+    pub query: Option<&'a str>,
     /// The URL as the sender saw it (see [`Part::Url`]); `None` when no public URL is
     /// configured, which [`Recipe::check`] refuses for a recipe that signs it.
     pub url: Option<&'a str>,

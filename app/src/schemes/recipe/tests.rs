@@ -33,6 +33,7 @@ fn vectors(recipe: &Recipe, file: &str, tolerance_secs: u64) -> usize {
         scheme: crate::schemes::Scheme::Hmac,
         recipe: Some(recipe),
         token_header: None,
+        token_query: None,
         public_keys: &[],
     };
     run_auth_vectors(auth, file, tolerance_secs)
@@ -287,6 +288,7 @@ fn what_a_recipe_signs_verifies_and_one_changed_byte_does_not() {
     let mut headers = HeaderMap::new();
     let unsigned = Request {
         method: "POST",
+        query: None,
         url: Some("https://hooks.example.com/hooks/lemon"),
         headers: &HeaderMap::new(),
         body: b"{}",
@@ -299,6 +301,7 @@ fn what_a_recipe_signs_verifies_and_one_changed_byte_does_not() {
     let check = |body: &'static [u8], now: i64| {
         let req = Request {
             method: "POST",
+            query: None,
             url: Some("https://hooks.example.com/hooks/lemon"),
             headers: &headers,
             body,
@@ -440,6 +443,7 @@ fn an_rfc3339_timestamp_is_signed_as_sent_and_checked_within_the_tolerance() {
     headers.insert("x-id", "delivery-1".parse().unwrap());
     let unsigned = Request {
         method: "POST",
+        query: None,
         url: None,
         headers: &headers.clone(),
         body: b"{}",

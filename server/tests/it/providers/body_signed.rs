@@ -149,6 +149,7 @@ async fn linears_timestamp_inside_the_signed_body_is_checked_within_a_minute(bac
         let map = http::HeaderMap::new();
         let request = app::schemes::Request {
             method: "POST",
+            query: None,
             url: None,
             headers: &map,
             body: body.as_bytes(),

@@ -44,6 +44,7 @@ fn signed_form(
     map.insert(http::header::CONTENT_TYPE, FORM.parse().unwrap());
     let request = Request {
         method: "POST",
+        query: None,
         url: Some(url),
         headers: &map,
         body: body.as_bytes(),

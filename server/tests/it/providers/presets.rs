@@ -229,6 +229,7 @@ fn sign(
     let url = format!("https://hooks.example.com/hooks/{}", preset.name());
     let request = Request {
         method: "POST",
+        query: None,
         url: Some(&url),
         headers: &map,
         body: body.as_bytes(),

@@ -63,6 +63,7 @@ fn signed(
     }
     let request = Request {
         method: "POST",
+        query: None,
         url: Some(url),
         headers: &headers,
         body: body.as_bytes(),

@@ -127,3 +127,80 @@ async fn secrets_never_appear_in_logs_answers_or_the_archive() {
         );
     }
 }
+
+/// A token the operator opted to take from the query string (`token_query`).
+const QUERY_TOKEN: &str = "q-token/with+odd=chars";
+
+// As above: the subscriber sees every event the server logs on this thread.
+#[tokio::test]
+async fn a_token_taken_from_the_query_is_never_logged_stored_or_shown() {
+    let logs = CapturedLogs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer({
+            let logs = logs.clone();
+            move || logs.clone()
+        })
+        .finish();
+    let _capture = tracing::subscriber::set_default(subscriber);
+    let config = "[[sources]]\nname = \"q\"\nscheme = \"token\"\ntoken_query = \"key\"\n\
+                  secrets_env = [\"Q_TOKEN\"]\nmode = \"dedup\"\nevent_id = \"/id\"\n";
+    let env = |name: &str| (name == "Q_TOKEN").then(|| QUERY_TOKEN.to_string());
+    let config = Config::parse(config, Path::new("q.toml"), &env).unwrap();
+    let app = spawn_app_with(Backend::Postgres, config).await;
+    let encoded: String = form_urlencoded::byte_serialize(QUERY_TOKEN.as_bytes()).collect();
+    let post = |query: String, body: &'static str| {
+        let request = app
+            .client
+            .post(app.url(&format!("/hooks/q{query}")))
+            .header("content-type", "application/json")
+            .body(body);
+        async move { request.send().await.unwrap() }
+    };
+    let accepted = post(format!("?key={encoded}"), r#"{"id":"evt_q1"}"#).await;
+    assert_eq!(accepted.status(), 200);
+    let accepted = accepted.text().await.unwrap();
+    let wrong = post("?key=not-it".to_string(), r#"{"id":"evt_q2"}"#).await;
+    assert_eq!(wrong.status(), 401);
+    let missing = post(String::new(), r#"{"id":"evt_q3"}"#).await;
+    assert_eq!(missing.status(), 401);
+    let causes = super::forms::eventually_causes(&app, "q", 2).await;
+    assert_eq!(
+        causes,
+        [
+            "the credential matches none of 1 secret",
+            "missing query parameter key"
+        ]
+    );
+    let cookie = signed_in(&app, "olga", app::model::Role::Operator).await;
+    let (status, sources) = call(&app, &cookie, "sources", &[]).await;
+    assert_eq!(status, 200);
+    assert!(sources.contains("/hooks/q?key=<a secret>"), "{sources}");
+    let mut stored = String::new();
+    for sql in [
+        "SELECT t::text, encode(t.body, 'escape') FROM webhook_events t",
+        "SELECT t::text FROM webhook_inbox t",
+        "SELECT t::text FROM rejected_requests t",
+    ] {
+        for row in texts(&app.db, sql, vec![]).await {
+            stored.extend(row.into_iter().flatten());
+        }
+    }
+    assert!(
+        stored.contains("evt_q1"),
+        "the delivery is archived: {stored}"
+    );
+    let logged = logs.text();
+    assert!(logged.contains("authentication failed"), "{logged}");
+    for form in [QUERY_TOKEN, encoded.as_str()] {
+        for (place, text) in [
+            ("the logs", &logged),
+            ("the database", &stored),
+            ("the sources page", &sources),
+            ("an answer", &accepted),
+        ] {
+            assert!(!text.contains(form), "the token ({form}) is in {place}");
+        }
+    }
+}
