@@ -19,6 +19,7 @@ mod m20261203_000014_id_search;
 mod m20261203_000015_hourly_rollup;
 mod m20261203_000016_source_last_seen;
 mod m20261203_000017_form_fields;
+mod m20261203_000018_handshake_waits;
 
 pub struct Migrator;
 
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000015_hourly_rollup::Migration),
             Box::new(m20261203_000016_source_last_seen::Migration),
             Box::new(m20261203_000017_form_fields::Migration),
+            Box::new(m20261203_000018_handshake_waits::Migration),
         ]
     }
 }

@@ -5,6 +5,7 @@ pub mod check_config;
 pub mod database;
 pub mod export;
 pub mod forwarder;
+pub mod handshake;
 pub mod hooks;
 pub mod logging;
 pub mod maintenance;

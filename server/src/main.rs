@@ -43,6 +43,14 @@ enum Command {
         )]
         headers: Vec<(http::HeaderName, http::HeaderValue)>,
     },
+    /// Wait for SOURCE's provider to hand over its signing secret in its first request (Asana's
+    /// X-Hook-Secret, Notion's verification_token), and print it: create the webhook meanwhile.
+    Handshake {
+        source: String,
+        /// How long to wait, in seconds.
+        #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        wait_secs: u64,
+    },
     /// Validate a config file (FILE, else HOOKBOX_CONFIG, else ./hookbox.toml) and the secrets
     /// it names, without a database; list every problem, or summarise each source.
     CheckConfig { file: Option<PathBuf> },
@@ -129,6 +137,9 @@ async fn main() -> ExitCode {
             server::send::run(args).await
         }
         Command::CheckConfig { file } => server::check_config::run(file, Ok(settings)),
+        Command::Handshake { source, wait_secs } => {
+            server::handshake::run(&settings, &source, wait_secs).await
+        }
         Command::User(command) => match command {
             UserCommand::Add { name, role } => server::users::add(&settings, &name, &role).await,
             UserCommand::List => server::users::list(&settings).await,

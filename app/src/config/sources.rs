@@ -150,7 +150,13 @@ pub(super) fn read_source(
         // A public-key scheme may verify with its public keys alone.
         let keys_instead = scheme.is_some_and(takes_public_keys)
             && (!public_keys_env.is_empty() || scheme != Some(Scheme::StandardWebhooks));
-        if secrets_env.is_empty() && !keys.has_refused("secrets_env") && !keys_instead {
+        // Asana's and Notion's secret is collected by `hookbox handshake` first.
+        let collected_later = preset.is_some_and(Preset::captures_secret);
+        if secrets_env.is_empty()
+            && !keys.has_refused("secrets_env")
+            && !keys_instead
+            && !collected_later
+        {
             keys.problem("secrets_env", "must name at least one environment variable");
         }
         for var in &secrets_env {

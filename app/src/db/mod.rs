@@ -13,6 +13,7 @@ pub mod events;
 pub mod export;
 pub mod filter;
 pub mod find;
+pub mod handshakes;
 pub mod objects;
 pub mod open_failures;
 pub mod overview;

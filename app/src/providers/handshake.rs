@@ -12,6 +12,10 @@
 //!   source's first secret.
 //! - Twitch (the preset): `Twitch-Eventsub-Message-Type: webhook_callback_verification` expects
 //!   the body's `/challenge` back as plain text.
+//! - Asana and Notion (the presets) hand the source's signing secret over in an unsigned first
+//!   request ([`secret_offer`]): Asana's `X-Hook-Secret` header, which it expects echoed,
+//!   Notion's `{"verification_token": …}`. Nothing can verify it, so it is taken only while an
+//!   operator waits for it (`hookbox handshake SOURCE`), and sealed to that operator.
 //! - Dropbox (the preset): `GET /hooks/{source}?challenge=…`, unsigned, expects the challenge
 //!   back as plain text ([`get_challenge`]). Echoing it proves only that the endpoint is
 //!   hookbox's, so no signature is needed; it is bounded and answered as inert text.
@@ -92,6 +96,62 @@ pub fn handshake_answer(
     Some(Handshake::Json(json))
 }
 
+/// The longest secret a provider's first request may hand over.
+pub const MAX_OFFERED_SECRET_BYTES: usize = 512;
+
+/// A signing secret a provider hands over in its unsigned first request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretOffer {
+    pub secret: String,
+    /// The header the answer echoes the secret in (Asana's `X-Hook-Secret`).
+    pub echo_header: Option<&'static str>,
+}
+
+/// The secret `headers` and `body` hand over, for a preset whose provider does so: `None` when
+/// the request is not such a handshake, an error naming what is wrong with one.
+pub fn secret_offer(
+    preset: Option<Preset>,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Option<Result<SecretOffer, &'static str>> {
+    let fits = |secret: &str| {
+        !secret.is_empty()
+            && secret.len() <= MAX_OFFERED_SECRET_BYTES
+            && secret.bytes().all(|b| b.is_ascii_graphic())
+    };
+    match preset? {
+        Preset::Asana => {
+            let value = headers.get("x-hook-secret")?;
+            let secret = value.to_str().unwrap_or_default();
+            Some(if fits(secret) {
+                Ok(SecretOffer {
+                    secret: secret.to_string(),
+                    echo_header: Some("x-hook-secret"),
+                })
+            } else {
+                Err("X-Hook-Secret is not 1 to 512 visible ASCII characters")
+            })
+        }
+        Preset::Notion => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct Verification {
+                verification_token: String,
+            }
+            let offer: Verification = serde_json::from_slice(body).ok()?;
+            Some(if fits(&offer.verification_token) {
+                Ok(SecretOffer {
+                    secret: offer.verification_token,
+                    echo_header: None,
+                })
+            } else {
+                Err("verification_token is not 1 to 512 visible ASCII characters")
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The longest challenge a GET verification echoes (Dropbox's are a few dozen characters).
 pub const MAX_CHALLENGE_BYTES: usize = 256;
 
@@ -120,6 +180,43 @@ pub fn get_challenge(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn asana_and_notion_hand_their_secret_over_in_their_first_request() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("x-hook-secret", http::HeaderValue::from_static("a1b2c3"));
+        assert_eq!(
+            secret_offer(Some(Preset::Asana), &headers, b""),
+            Some(Ok(SecretOffer {
+                secret: "a1b2c3".into(),
+                echo_header: Some("x-hook-secret")
+            }))
+        );
+        assert_eq!(secret_offer(Some(Preset::Github), &headers, b""), None);
+        assert_eq!(
+            secret_offer(Some(Preset::Asana), &http::HeaderMap::new(), b"{}"),
+            None
+        );
+        let long = "x".repeat(MAX_OFFERED_SECRET_BYTES + 1);
+        headers.insert("x-hook-secret", long.parse().unwrap());
+        assert!(matches!(
+            secret_offer(Some(Preset::Asana), &headers, b""),
+            Some(Err(_))
+        ));
+        let none = http::HeaderMap::new();
+        let token =
+            br#"{"verification_token":"secret_tMrlL1qK5vuQAh1b6cZGhFChZTSYJlce98V0pYn7yBl"}"#;
+        assert_eq!(
+            secret_offer(Some(Preset::Notion), &none, token),
+            Some(Ok(SecretOffer {
+                secret: "secret_tMrlL1qK5vuQAh1b6cZGhFChZTSYJlce98V0pYn7yBl".into(),
+                echo_header: None
+            }))
+        );
+        // An event is no handshake.
+        let event = br#"{"id":"e1","type":"page.created","verification_token":"x"}"#;
+        assert_eq!(secret_offer(Some(Preset::Notion), &none, event), None);
+    }
 
     #[test]
     fn dropbox_alone_answers_a_get_with_its_bounded_challenge() {

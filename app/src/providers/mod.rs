@@ -7,7 +7,10 @@
 
 mod handshake;
 
-pub use handshake::{Handshake, MAX_CHALLENGE_BYTES, get_challenge, handshake_answer};
+pub use handshake::{
+    Handshake, MAX_CHALLENGE_BYTES, MAX_OFFERED_SECRET_BYTES, SecretOffer, get_challenge,
+    handshake_answer, secret_offer,
+};
 
 use crate::envelope::{Field, FieldRef, Mapping, Mode};
 use crate::schemes::Recipe;
@@ -157,6 +160,13 @@ impl Preset {
             Preset::Linear => Some(60),
             _ => None,
         }
+    }
+
+    /// Whether the provider hands the signing secret over in an unsigned first request (see
+    /// [`secret_offer`]): such a source may start with no secret, until `hookbox handshake`
+    /// has collected it.
+    pub fn captures_secret(self) -> bool {
+        matches!(self, Preset::Asana | Preset::Notion)
     }
 
     /// The header of a preset whose scheme is [`Scheme::Token`].

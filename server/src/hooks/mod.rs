@@ -46,9 +46,18 @@ pub async fn receive(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let client = match &peer {
+        Some(Extension(ConnectInfo(addr))) => state
+            .settings
+            .trusted_proxies
+            .client_address(addr.ip(), &headers)
+            .to_string(),
+        None => "unknown".into(),
+    };
     let sent = Sent {
         headers: &headers,
         query: query.as_deref(),
+        client: &client,
     };
     match ingest_request(&state, &source_name, request_id.clone(), sent, body).await {
         Ok(response) => response,
@@ -111,6 +120,8 @@ struct Sent<'a> {
     headers: &'a HeaderMap,
     /// The query string as received, without its `?`.
     query: Option<&'a str>,
+    /// The client's address (behind trusted proxies, the one they name).
+    client: &'a str,
 }
 
 /// The request's steps, in order: the source, the body within limits, authentication, the
@@ -127,6 +138,9 @@ async fn ingest_request(
     let source = configured_source(state, source_name, declared)?;
     let body = read_within_limits(state, body, declared, headers).await?;
     let now = Utc::now();
+    if let Some(offer) = providers::secret_offer(source.preset, headers, &body) {
+        return capture_secret(state, source, sent, &body, offer, request_id).await;
+    }
     authenticate(state, source, sent, &body, now)?;
     within_rate_limit(state, source, &body)?;
     if let Some(reply) =
@@ -152,6 +166,86 @@ async fn ingest_request(
         ingested.event_id.as_deref(),
         ingested.invalid_status,
     ))
+}
+
+/// Unsigned handshakes a source takes a second, per process (each reads the database).
+pub const HANDSHAKES_PER_SEC: u32 = 2;
+
+/// A provider's unsigned first request handing over the source's secret (Asana, Notion): taken
+/// only while an operator waits for it (`hookbox handshake`), sealed to that operator, answered
+/// as the provider requires, never archived. Otherwise a 401.
+async fn capture_secret(
+    state: &AppState,
+    source: &Source,
+    sent: Sent<'_>,
+    body: &Bytes,
+    offer: Result<providers::SecretOffer, &'static str>,
+    request_id: RequestId,
+) -> Result<Response, Refusal> {
+    let refuse = |cause: &str| {
+        metrics::counter!("hookbox_auth_failures_total", "source" => source.name.clone())
+            .increment(1);
+        Refusal::new(
+            Rejection::Unauthorized,
+            cause.to_string(),
+            BodySeen::read(body),
+        )
+    };
+    let offer = offer.map_err(|why| refuse(why))?;
+    // Unsigned, so bounded before the database is asked: handshakes are rare.
+    if let Err(wait) = state
+        .limiter
+        .take(&format!("handshake {}", source.name), HANDSHAKES_PER_SEC)
+    {
+        let retry_after_secs = wait.as_secs().max(1);
+        return Err(Refusal::new(
+            Rejection::RateLimited {
+                per_sec: HANDSHAKES_PER_SEC,
+                retry_after_secs,
+            },
+            format!("over {HANDSHAKES_PER_SEC} handshakes a second for the source"),
+            BodySeen::read(body),
+        ));
+    }
+    let unavailable = |e: sea_orm::DbErr| {
+        tracing::error!(source = %source.name, error = %e, "handshake not taken: database unavailable");
+        Refusal::new(
+            Rejection::Unavailable {
+                request_id: request_id.clone(),
+            },
+            String::new(),
+            BodySeen::default(),
+        )
+    };
+    let wait = app::db::handshakes::open_wait_of(&state.db, &source.name)
+        .await
+        .map_err(unavailable)?;
+    let Some((id, public_key)) = wait else {
+        return Err(refuse(
+            "a handshake handing over a secret, and no operator waits for one (hookbox handshake SOURCE)",
+        ));
+    };
+    let Some(sealed) = crate::handshake::seal(&public_key, &offer.secret) else {
+        return Err(refuse(
+            "the waiting operator's key is not an X25519 public key",
+        ));
+    };
+    let filled = app::db::handshakes::fill_wait(&state.db, id, &sealed, sent.client)
+        .await
+        .map_err(unavailable)?;
+    if !filled {
+        return Err(refuse("another handshake was taken for this wait first"));
+    }
+    tracing::info!(source = %source.name, client = %sent.client, "handshake secret sealed for the waiting operator (not archived)");
+    let mut response = json(StatusCode::OK, serde_json::json!({"status": "handshake"}));
+    if let Some(name) = offer.echo_header
+        && let Ok(value) = axum::http::HeaderValue::from_str(&offer.secret)
+    {
+        response
+            .headers_mut()
+            .insert(axum::http::HeaderName::from_static(name), value);
+    }
+    Ok(response)
 }
 
 /// The configured source of that name; none is a 404, the body left unread.

@@ -10,6 +10,7 @@
 //!   ids, and Slack's URL verification.
 //! - `body_signed`: Mailgun's and Linear's signature parts in the body; Dropbox's GET challenge.
 //! - `forms`: form-encoded bodies (Twilio, GitHub's form content type), searched by their fields.
+//! - `handshakes`: Asana's and Notion's secret handed over unsigned, for a waiting operator.
 //! - `send`: `hookbox send` against every preset.
 //! - `secrets`: no secret in the logs, the answers or the archive.
 
@@ -21,6 +22,7 @@ use std::path::Path;
 mod body_signed;
 mod deliveries;
 mod forms;
+mod handshakes;
 mod presets;
 mod public_keys;
 mod recipes;
