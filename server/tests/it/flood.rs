@@ -1,6 +1,7 @@
 //! One hostile client floods the real `hookbox` binary (on PostgreSQL) for 30 s with failed
-//! sign-ins (100 a second), refused requests (100 a second: forged signatures, made-up sources,
-//! oversized headers), exports it never reads (2 at a time, as the review's) and, signed in as a
+//! sign-ins (100 a second), refused requests (100 a second: forged signatures of every kind of
+//! verifier, from recipes and Twilio's sorted forms to Ed25519 `v1a` entries and Asana's
+//! unsigned handshake, made-up sources, oversized headers), exports it never reads (2 at a time, as the review's) and, signed in as a
 //! viewer, the dashboard's heaviest reads (100 a second: body and id searches, problems, sources,
 //! the overview's charts, a destination's series), all at once, while a sender's signed
 //! deliveries are paced at 50 a second. Every delivery is answered 200 and applied, none waits
@@ -20,11 +21,41 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const CONFIG: &str = r#"
+[server]
+public_url = "https://hooks.example.com"
+
 [[sources]]
 name = "shop"
 scheme = "hmac-sha256"
 secrets_env = ["SHOP_SECRET"]
+
+[[sources]]
+name = "lemon"
+preset = "lemonsqueezy"
+secrets_env = ["SHOP_SECRET"]
+
+[[sources]]
+name = "twilio"
+preset = "twilio"
+secrets_env = ["SHOP_SECRET"]
+
+[[sources]]
+name = "mailgun"
+preset = "mailgun"
+secrets_env = ["SHOP_SECRET"]
+
+[[sources]]
+name = "stdwh"
+scheme = "standard-webhooks"
+public_keys_env = ["STDWH_PUBLIC_KEY"]
+
+[[sources]]
+name = "asana"
+preset = "asana"
 "#;
+
+/// A v1a key (Ed25519) of the Standard Webhooks vectors.
+const STDWH_PUBLIC_KEY: &str = "whpk_Wt+q6hwenv+i22xieiDnqkg+I5QIzC3v45i9fjjGJFs=";
 
 const ADMIN_PASSWORD: &str = "the operator's own password";
 const VIEWER_PASSWORD: &str = "a long enough password";
@@ -39,6 +70,7 @@ async fn start(database_url: &str) -> Binary {
         &[
             ("HOOKBOX_ADMIN_PASSWORD", ADMIN_PASSWORD),
             ("HOOKBOX_TRUSTED_PROXIES", "127.0.0.1/32"),
+            ("STDWH_PUBLIC_KEY", STDWH_PUBLIC_KEY),
             ("RUST_LOG", "warn"),
         ],
     )
@@ -53,6 +85,61 @@ fn hostile_pace() -> tokio::time::Interval {
     let mut pace = tokio::time::interval(Duration::from_millis(20));
     pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     pace
+}
+
+/// The `n`th forged delivery to one of the sources whose verifier is not `hmac-sha256`: a
+/// recipe (Lemon Squeezy), Twilio's sorted form of 2,000 fields, Mailgun's signature object in a
+/// JSON body, eight forged Ed25519 `v1a` entries, and Asana's unsigned handshake with no one
+/// waiting. Each body is about 16 KiB.
+fn forged_delivery(n: u64) -> (&'static str, Vec<(&'static str, String)>, String) {
+    let filler = "f".repeat(16 * 1024);
+    let json = ("Content-Type", "application/json".to_string());
+    match n % 5 {
+        0 => (
+            "lemon",
+            vec![json, ("X-Signature", "ab".repeat(32))],
+            format!(r#"{{"meta":{{"event_name":"order_created"}},"pad":"{filler}"}}"#),
+        ),
+        1 => (
+            "twilio",
+            vec![
+                ("Content-Type", "application/x-www-form-urlencoded".into()),
+                ("X-Twilio-Signature", "Zm9yZ2VkLXNpZ25hdHVyZQ==".into()),
+            ],
+            (0..2000)
+                .map(|f| format!("F{:04}=v{}", 1999 - f, f % 7))
+                .collect::<Vec<_>>()
+                .join("&"),
+        ),
+        2 => (
+            "mailgun",
+            vec![json],
+            format!(
+                r#"{{"signature":{{"timestamp":"{}","token":"t{n}","signature":"{}"}},"event-data":{{"id":"x","pad":"{filler}"}}}}"#,
+                now(),
+                "cd".repeat(32)
+            ),
+        ),
+        3 => {
+            let entry = format!("v1a,{}", "A".repeat(86) + "==");
+            let entries = vec![entry; 8].join(" ");
+            (
+                "stdwh",
+                vec![
+                    json,
+                    ("webhook-id", format!("msg_{n}")),
+                    ("webhook-timestamp", now().to_string()),
+                    ("webhook-signature", entries),
+                ],
+                format!(r#"{{"type":"x","pad":"{filler}"}}"#),
+            )
+        }
+        _ => (
+            "asana",
+            vec![json, ("X-Hook-Secret", format!("forged-secret-{n}"))],
+            String::new(),
+        ),
+    }
 }
 
 /// Signs in from `address`; the session cookie when it worked, else the status.
@@ -151,20 +238,35 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
             let mut pace = hostile_pace();
             while !stop.load(Ordering::Relaxed) {
                 pace.tick().await;
-                let path = if i.is_multiple_of(2) {
-                    "/hooks/shop".to_string()
-                } else {
-                    format!("/hooks/made-up-{task}-{i}")
+                let (path, forged) = match i % 4 {
+                    0 => ("/hooks/shop".to_string(), None),
+                    1 => (format!("/hooks/made-up-{task}-{i}"), None),
+                    // Every other scheme's verifier, in turn, with a body of 16 KiB.
+                    _ => {
+                        let (source, headers, body) = forged_delivery(i / 2);
+                        (format!("/hooks/{source}"), Some((headers, body)))
+                    }
                 };
                 let mut request = client
                     .post(format!("http://{addr}{path}"))
                     .header("X-Forwarded-For", FLOODER)
-                    .header("X-Hookbox-Signature", "t=1,v1=forged")
                     .header(long_name.as_str(), long_value.as_str());
                 for h in 0..40 {
                     request = request.header(format!("x-junk-{h}"), "junk");
                 }
-                let _ = request.body("{\"event_id\":\"forged\"}").send().await;
+                let request = match forged {
+                    None => request
+                        .header("X-Hookbox-Signature", "t=1,v1=forged")
+                        .body("{\"event_id\":\"forged\"}".to_string()),
+                    Some((headers, body)) => {
+                        let mut request = request;
+                        for (name, value) in headers {
+                            request = request.header(name, value);
+                        }
+                        request.body(body)
+                    }
+                };
+                let _ = request.send().await;
                 flooded.fetch_add(1, Ordering::Relaxed);
                 i += 1;
             }
@@ -362,6 +464,26 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
     )
     .await;
     assert_eq!(audit_rows, 0, "failed sign-ins are no audit rows");
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM handshake_waits").await,
+        0,
+        "an unsigned handshake never writes a row"
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM webhook_events WHERE source <> 'shop'").await,
+        0,
+        "no forged delivery is archived"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(DISTINCT source) FROM rejected_requests
+              WHERE source IN ('lemon', 'twilio', 'mailgun', 'stdwh', 'asana')"
+        )
+        .await,
+        5,
+        "every kind of forgery reached its verifier and was refused"
+    );
     let largest_refused = scalar(
         &db,
         "SELECT CAST(COALESCE(max(length(headers) + length(cause) + length(source)), 0) AS bigint) FROM rejected_requests",
