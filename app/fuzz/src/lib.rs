@@ -172,7 +172,7 @@ pub fn signature_header_names(scheme: Scheme) -> Vec<HeaderName> {
 }
 
 /// The recipe keys in the order [`recipe_read`] takes their values.
-const RECIPE_TEXT_KEYS: [&str; 10] = [
+const RECIPE_TEXT_KEYS: [&str; 11] = [
     "algorithm",
     "signature_header",
     "signature_prefix",
@@ -180,6 +180,7 @@ const RECIPE_TEXT_KEYS: [&str; 10] = [
     "signature_encoding",
     "timestamp_header",
     "timestamp_prefix",
+    "timestamp_field",
     "timestamp_unit",
     "secret_encoding",
     "secret_prefix",
@@ -390,6 +391,7 @@ pub fn recipe_verify(data: &[u8]) {
             scheme,
             recipe: None,
             token_header: Some("x-token"),
+            token_query: None,
             public_keys,
         };
         let _ = auth.verify(&request, std::slice::from_ref(&key), TOLERANCE_SECS, NOW);
@@ -400,4 +402,95 @@ pub fn recipe_verify(data: &[u8]) {
             let _ = schemes::public_key::parse_public_key(scheme, text);
         }
     }
+}
+
+/// Input: a selector byte, then a body. The body goes through the form reader, Twilio's
+/// verifier (as a form, and as a JSON body whose hash the URL carries), Mailgun's and a recipe
+/// whose timestamp is a field of the body. Properties: never a panic; a form reads as JSON
+/// (what `jsonb` cannot hold aside); each verifier's own signature verifies, and not with
+/// another key.
+pub fn providers(data: &[u8]) {
+    use schemes::{Auth, Request};
+    let Some((&selector, body)) = data.split_first() else {
+        return;
+    };
+    let fields = envelope::fields_json(body);
+    match json::parse(&fields) {
+        Ok(_) | Err(json::JsonError::Unsupported { .. }) => {}
+        Err(e) => panic!("a form reads as invalid JSON {fields:?}: {e}"),
+    }
+    let key = Scheme::Twilio.parse_secret("fuzz-token").expect("a secret");
+    let other = Scheme::Twilio
+        .parse_secret("another-token")
+        .expect("a secret");
+    let auth = |scheme| Auth {
+        scheme,
+        recipe: None,
+        token_header: None,
+        token_query: None,
+        public_keys: &[],
+    };
+    let mut headers = HeaderMap::new();
+    let url = if selector % 2 == 0 {
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(envelope::FORM_MEDIA_TYPE),
+        );
+        "https://hooks.example.com/hooks/twilio?x=1".to_string()
+    } else {
+        use sha2::Digest;
+        format!(
+            "https://hooks.example.com:443/hooks/twilio?bodySHA256={}",
+            hex::encode(sha2::Sha256::digest(body))
+        )
+    };
+    let request = Request {
+        method: "POST",
+        query: None,
+        url: Some(&url),
+        headers: &headers,
+        body,
+    };
+    let twilio = auth(Scheme::Twilio);
+    let _ = twilio.verify(&request, std::slice::from_ref(&key), TOLERANCE_SECS, NOW);
+    let mut signed = headers.clone();
+    for (name, value) in twilio.sign(&key, "msg", &request, NOW) {
+        signed.insert(name, value.parse().expect("a header value"));
+    }
+    let signed_request = Request {
+        headers: &signed,
+        ..request
+    };
+    assert!(
+        twilio
+            .verify(
+                &signed_request,
+                std::slice::from_ref(&key),
+                TOLERANCE_SECS,
+                NOW
+            )
+            .is_ok(),
+        "Twilio's own signature fails"
+    );
+    assert!(
+        twilio
+            .verify(&signed_request, &[other], TOLERANCE_SECS, NOW)
+            .is_err(),
+        "another Twilio token verifies"
+    );
+    // Mailgun reads its signature object out of whatever body comes.
+    let _ = auth(Scheme::Mailgun).verify(&request, std::slice::from_ref(&key), TOLERANCE_SECS, NOW);
+    // A recipe whose timestamp is a field of the body.
+    let recipe = schemes::Recipe::read(
+        |key| match key {
+            "algorithm" => Some("sha256".into()),
+            "signature_header" => Some("x-sig".into()),
+            "timestamp_field" => Some("/ts".into()),
+            "timestamp_unit" => Some(if selector % 3 == 0 { "ms" } else { "s" }.into()),
+            _ => None,
+        },
+        Some(vec!["body".into()]),
+    )
+    .expect("a valid recipe");
+    let _ = recipe.verify(&request, std::slice::from_ref(&key), TOLERANCE_SECS, NOW);
 }

@@ -366,8 +366,14 @@ impl<'a> Delivery<'a> {
             && envelope.object_id.is_some()
             && envelope.revision.is_some()
             && envelope.snapshot.is_some();
-        let body_payload = (envelope.snapshot.is_none() && !received.forward_to.is_empty())
-            .then(|| String::from_utf8_lossy(received.body).into_owned());
+        // A form is forwarded as the JSON object of its fields: the payload is embedded as JSON.
+        let body_payload =
+            (envelope.snapshot.is_none() && !received.forward_to.is_empty()).then(|| {
+                received
+                    .body_fields
+                    .clone()
+                    .unwrap_or_else(|| String::from_utf8_lossy(received.body).into_owned())
+            });
         let destinations = serde_json::Value::from(received.forward_to.to_vec()).to_string();
         Delivery {
             dialect,
@@ -519,6 +525,41 @@ pub(super) fn met(row: &impl Fields) -> Result<Met, sea_orm::DbErr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dedup_delivery_forwards_its_body_and_a_form_its_fields_as_json() {
+        let envelope = Envelope {
+            event_id: "e1".into(),
+            object_id: None,
+            revision: None,
+            snapshot: None,
+            event_type: None,
+        };
+        let destinations = ["app".to_string()];
+        let received = |body: &'static [u8], body_fields: Option<String>| Received {
+            source: "twilio",
+            headers_json: "{}",
+            body,
+            body_fields,
+            received_at: chrono::Utc::now(),
+            replay_of: None,
+            replayed_by: None,
+            signed_body_digest: None,
+            forward_to: &destinations,
+        };
+        let json = received(br#"{"id":"e1"}"#, None);
+        let delivery = Delivery::new(Dialect::Postgres, Mode::Dedup, &json, &envelope);
+        assert_eq!(delivery.body_payload.as_deref(), Some(r#"{"id":"e1"}"#));
+        let form = received(
+            b"MessageSid=SM1&To=%2B1",
+            Some(r#"{"MessageSid":"SM1","To":"+1"}"#.into()),
+        );
+        let delivery = Delivery::new(Dialect::Postgres, Mode::Dedup, &form, &envelope);
+        assert_eq!(
+            delivery.body_payload.as_deref(),
+            Some(r#"{"MessageSid":"SM1","To":"+1"}"#)
+        );
+    }
 
     #[test]
     fn every_outcome_a_claim_decides_has_the_one_claimed_status() {

@@ -470,7 +470,11 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         "an unsigned handshake never writes a row"
     );
     assert_eq!(
-        count(&db, "SELECT count(*) FROM webhook_events WHERE source <> 'shop'").await,
+        count(
+            &db,
+            "SELECT count(*) FROM webhook_events WHERE source <> 'shop'"
+        )
+        .await,
         0,
         "no forged delivery is archived"
     );
