@@ -6,6 +6,8 @@
 //! - Each field is a string; a field sent more than once is an array of its values, in order.
 //!   Fields keep the order of their first appearance.
 //! - `+` is a space and `%XX` a byte; bytes that are not UTF-8 are read as U+FFFD.
+//! - A body that is JSON is read as JSON, whatever its content type (curl sends `-d '{…}'` as a
+//!   form).
 //! - A form whose only field is `payload` holding a JSON object (GitHub's and Slack's way of
 //!   sending JSON as a form) is read as that object.
 
@@ -23,9 +25,18 @@ pub fn is_form(headers: &HeaderMap) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case(FORM_MEDIA_TYPE))
 }
 
-/// The JSON text a form body is read as, `None` when the request is not a form.
+/// The JSON text a form body is read as, `None` when the request is not a form. A body that is
+/// JSON stays JSON whatever its content type says: `curl -d '{…}'` sends JSON as a form.
 pub fn form_document(headers: &HeaderMap, body: &[u8]) -> Option<String> {
-    is_form(headers).then(|| fields_json(body))
+    let is_json = || {
+        std::str::from_utf8(body).ok().is_some_and(|text| {
+            !matches!(
+                crate::json::parse(text),
+                Err(crate::json::JsonError::Syntax { .. })
+            )
+        })
+    };
+    (is_form(headers) && !is_json()).then(|| fields_json(body))
 }
 
 /// The fields of a form body as the text of a JSON object (see the module's rules).
@@ -77,7 +88,7 @@ mod tests {
 
     fn form_headers(content_type: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
+        headers.insert(http::header::CONTENT_TYPE, content_type.parse().expect("a header value"));
         headers
     }
 
@@ -118,5 +129,7 @@ mod tests {
         );
         assert!(form_document(&form_headers("application/json"), b"a=1").is_none());
         assert!(form_document(&HeaderMap::new(), b"a=1").is_none());
+        // JSON sent with curl's default content type stays JSON.
+        assert!(form_document(&form_headers(form), br#"{"event_id":"e1"}"#).is_none());
     }
 }

@@ -198,7 +198,7 @@ mod tests {
             None
         );
         let long = "x".repeat(MAX_OFFERED_SECRET_BYTES + 1);
-        headers.insert("x-hook-secret", long.parse().unwrap());
+        headers.insert("x-hook-secret", long.parse().expect("a header value"));
         assert!(matches!(
             secret_offer(Some(Preset::Asana), &headers, b""),
             Some(Err(_))

@@ -191,7 +191,7 @@ async fn capture_secret(
             BodySeen::read(body),
         )
     };
-    let offer = offer.map_err(|why| refuse(why))?;
+    let offer = offer.map_err(&refuse)?;
     // Unsigned, so bounded before the database is asked: handshakes are rare.
     if let Err(wait) = state
         .limiter

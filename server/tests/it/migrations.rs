@@ -7,13 +7,14 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 15] = [
+const TABLES: [&str; 16] = [
     "archive_quarter_counts",
     "archive_quarters_counted",
     "audit_log",
     "forward_attempts",
     "forward_deliveries",
     "forward_destinations",
+    "handshake_waits",
     "object_state",
     "problem_states",
     "rejected_requests",

@@ -1,0 +1,110 @@
+//! The write path's statements: parameters, statuses, and what a delivery forwards.
+
+use super::*;
+
+#[test]
+fn a_dedup_delivery_forwards_its_body_and_a_form_its_fields_as_json() {
+    let envelope = Envelope {
+        event_id: "e1".into(),
+        object_id: None,
+        revision: None,
+        snapshot: None,
+        event_type: None,
+    };
+    let destinations = ["app".to_string()];
+    let received = |body: &'static [u8], body_fields: Option<String>| Received {
+        source: "twilio",
+        headers_json: "{}",
+        body,
+        body_fields,
+        received_at: chrono::Utc::now(),
+        replay_of: None,
+        replayed_by: None,
+        signed_body_digest: None,
+        forward_to: &destinations,
+    };
+    let json = received(br#"{"id":"e1"}"#, None);
+    let delivery = Delivery::new(Dialect::Postgres, Mode::Dedup, &json, &envelope);
+    assert_eq!(delivery.body_payload.as_deref(), Some(r#"{"id":"e1"}"#));
+    let form = received(
+        b"MessageSid=SM1&To=%2B1",
+        Some(r#"{"MessageSid":"SM1","To":"+1"}"#.into()),
+    );
+    let delivery = Delivery::new(Dialect::Postgres, Mode::Dedup, &form, &envelope);
+    assert_eq!(
+        delivery.body_payload.as_deref(),
+        Some(r#"{"MessageSid":"SM1","To":"+1"}"#)
+    );
+}
+
+#[test]
+fn every_outcome_a_claim_decides_has_the_one_claimed_status() {
+    for kind in [
+        OutcomeKind::Applied,
+        OutcomeKind::Stale,
+        OutcomeKind::Accepted,
+    ] {
+        assert_eq!(kind.status(), OutcomeKind::Applied.status(), "{kind}");
+    }
+}
+
+#[test]
+fn the_statements_name_only_parameters_the_delivery_or_the_archive_row_binds() {
+    let delivery = [
+        "source",
+        "event_id",
+        "object_id",
+        "revision",
+        "snapshot",
+        "canonical",
+        "content",
+        "received_at",
+        "digest",
+        "event_type",
+        "headers",
+        "body",
+        "body_fields",
+        "replay_of",
+        "replayed_by",
+        "destinations",
+        "body_payload",
+        "now",
+        "projected",
+    ];
+    let archive = [
+        "source",
+        "event_id",
+        "object_id",
+        "revision",
+        "event_type",
+        "status",
+        "outcome",
+        "error_message",
+        "error_class",
+        "headers",
+        "body",
+        "body_fields",
+        "received_at",
+        "replay_of",
+        "replayed_by",
+    ];
+    for dialect in [Dialect::Postgres, Dialect::Sqlite] {
+        let s = Statements::of(dialect);
+        for named in [
+            &s.claimed,
+            &s.claimed_in_transaction,
+            &s.classify,
+            &s.current_revision,
+        ] {
+            for name in named.names() {
+                assert!(delivery.contains(&name.as_str()), "{dialect:?}: :{name}");
+            }
+        }
+        for name in s.archive.names() {
+            assert!(archive.contains(&name.as_str()), "{dialect:?}: :{name}");
+        }
+        for name in s.resolve.names() {
+            assert!(["replayed", "replay"].contains(&name.as_str()), ":{name}");
+        }
+    }
+}
