@@ -88,7 +88,10 @@ mod tests {
 
     fn form_headers(content_type: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(http::header::CONTENT_TYPE, content_type.parse().expect("a header value"));
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            content_type.parse().expect("a header value"),
+        );
         headers
     }
 
