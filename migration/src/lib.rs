@@ -20,6 +20,7 @@ mod m20261203_000015_hourly_rollup;
 mod m20261203_000016_source_last_seen;
 mod m20261203_000017_form_fields;
 mod m20261203_000018_handshake_waits;
+mod m20261203_000019_api_tokens;
 
 pub struct Migrator;
 
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000016_source_last_seen::Migration),
             Box::new(m20261203_000017_form_fields::Migration),
             Box::new(m20261203_000018_handshake_waits::Migration),
+            Box::new(m20261203_000019_api_tokens::Migration),
         ]
     }
 }

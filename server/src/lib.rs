@@ -1,5 +1,6 @@
 //! The `hookbox` binary's library: the axum router, the webhook endpoint and the commands.
 
+pub mod api;
 pub mod background;
 pub mod check_config;
 pub mod database;
@@ -16,6 +17,7 @@ pub mod request_id;
 pub mod routes;
 pub mod send;
 pub mod serve;
+pub mod tokens;
 pub mod users;
 
 use app::config::Config;

@@ -57,6 +57,9 @@ enum Command {
     /// Manage dashboard users.
     #[command(subcommand)]
     User(UserCommand),
+    /// Manage the tokens programs call /api/v1 with.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Delete archive rows older than the retention now (the server does it daily). Needs the
     /// config file (HOOKBOX_CONFIG, else ./hookbox.toml) or --retention-days.
     Purge {
@@ -79,6 +82,26 @@ struct RetentionArg {
     /// The archive retention in days, instead of server.retention_days of the config file.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     retention_days: Option<u32>,
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Make a token and print it, alone on the last line (the only time it is shown).
+    Add {
+        name: String,
+        #[arg(long, value_parser = ["viewer", "operator"])]
+        role: String,
+        /// Limit the token to this source (repeatable); without it, every source.
+        #[arg(long = "source", value_name = "S")]
+        sources: Vec<String>,
+        /// The token stops working after this many days.
+        #[arg(long, value_name = "N")]
+        expires_in_days: Option<u32>,
+    },
+    /// List the tokens (never the tokens themselves).
+    List,
+    /// Revoke a token: it is refused from then on.
+    Revoke { name: String },
 }
 
 #[derive(Subcommand)]
@@ -144,6 +167,16 @@ async fn main() -> ExitCode {
             UserCommand::Add { name, role } => server::users::add(&settings, &name, &role).await,
             UserCommand::List => server::users::list(&settings).await,
             UserCommand::Remove { name } => server::users::remove(&settings, &name).await,
+        },
+        Command::Token(command) => match command {
+            TokenCommand::Add {
+                name,
+                role,
+                sources,
+                expires_in_days,
+            } => server::tokens::add(&settings, &name, &role, &sources, expires_in_days).await,
+            TokenCommand::List => server::tokens::list(&settings).await,
+            TokenCommand::Revoke { name } => server::tokens::revoke(&settings, &name).await,
         },
         Command::Purge { retention } => {
             server::maintenance::purge(&settings, retention.retention_days).await

@@ -38,6 +38,7 @@ mod records;
 mod sessions;
 mod sign_in;
 mod throttle;
+pub mod tokens;
 
 pub use passwords::{MAX_PASSWORD_BYTES, PASSWORD_CHECK_WAIT, WAITING_PER_CORE, hash_password};
 pub use records::{

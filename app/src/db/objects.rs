@@ -267,3 +267,45 @@ fn compare_revisions(snapshots: &[Option<&str>]) -> Vec<Diff> {
         })
         .collect()
 }
+
+/// An object's projection as programs read it: the current revision, the snapshot as JSON text,
+/// when it was updated and the event that carried that revision (`GET /api/v1/…/objects/{id}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrentObject {
+    pub revision: i64,
+    pub snapshot: String,
+    pub updated_at: DateTime<Utc>,
+    pub event_id: Option<String>,
+}
+
+/// The projection's row of `object_id` of `source`, if it has one.
+pub async fn current_object(
+    db: &Db,
+    source: &str,
+    object_id: &str,
+) -> Result<Option<CurrentObject>, DbErr> {
+    let snapshot = Dialect::of(db.backend()).json_text("o.snapshot");
+    let row = db
+        .conn
+        .query_one_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT o.revision, {snapshot} AS snapshot, o.updated_at,
+                        (SELECT i.event_id FROM webhook_inbox i
+                          WHERE i.source = o.source AND i.object_id = o.object_id
+                            AND i.revision = o.revision LIMIT 1) AS event_id
+                   FROM object_state o WHERE o.source = $1 AND o.object_id = $2"
+            ),
+            vec![source.into(), object_id.into()],
+        ))
+        .await?;
+    row.map(|row| {
+        Ok(CurrentObject {
+            revision: row.try_get("", "revision")?,
+            snapshot: row.try_get("", "snapshot")?,
+            updated_at: row.try_get("", "updated_at")?,
+            event_id: row.try_get("", "event_id")?,
+        })
+    })
+    .transpose()
+}

@@ -165,6 +165,9 @@ vocabulary! {
         ReopenProblem = "reopen_problem",
         /// A delivered forward delivery sent again (one, or every one since a time).
         ResendForward = "resend_forward",
+        /// An API token made or revoked (`hookbox token`, `/tokens`).
+        AddToken = "add_token",
+        RevokeToken = "revoke_token",
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod support;
 
+mod api;
 mod charts;
 mod check_config;
 mod concurrency;

@@ -7,7 +7,8 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 16] = [
+const TABLES: [&str; 17] = [
+    "api_tokens",
     "archive_quarter_counts",
     "archive_quarters_counted",
     "audit_log",

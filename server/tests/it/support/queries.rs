@@ -17,6 +17,14 @@ pub async fn count(db: &Db, sql: &str) -> i64 {
     scalar(db, sql, vec![]).await.unwrap_or(0)
 }
 
+/// Runs one statement (setting up what no request can, such as an expired token).
+pub async fn execute(db: &Db, sql: &str, values: Vec<Value>) {
+    db.conn
+        .execute_raw(Statement::from_sql_and_values(db.backend(), sql, values))
+        .await
+        .expect("statement");
+}
+
 /// One bytes column of the first row (an archived body).
 pub async fn bytes(db: &Db, sql: &str) -> Vec<u8> {
     db.conn

@@ -1,0 +1,103 @@
+//! `/api/v1`: hookbox's reads and actions for programs, with API tokens
+//! (`Authorization: Bearer hbt_…`, [`app::auth::tokens`]). Every handler calls the same domain
+//! functions the dashboard's pages do; this module adds the token, its scope and rate, the
+//! query's strict reading and the problem documents of errors ([`problem`]).
+//!
+//! - A token limited to some sources sees nothing of the others: their rows are 404.
+//! - Each token makes at most [`TOKEN_REQUESTS_PER_SEC`] requests a second per process (429).
+//! - Reads run on the dashboard's pool, under its statement timeout; request bodies are at most
+//!   [`MAX_BODY_BYTES`].
+//! - An unknown query parameter is a 400 naming it.
+
+mod objects;
+pub mod problem;
+mod reads;
+
+use crate::AppState;
+use crate::request_id::RequestId;
+use app::auth::tokens::{AuthFailure, Caller, authenticate};
+use app::model::Role;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::HeaderMap;
+use axum::routing::get;
+use problem::ApiError;
+
+/// Requests a token makes a second, per process (a burst of as many).
+pub const TOKEN_REQUESTS_PER_SEC: u32 = 20;
+/// The largest request body.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/sources", get(reads::sources))
+        .route("/api/v1/events/{id}", get(reads::event))
+        .route(
+            "/api/v1/sources/{source}/objects/{object_id}",
+            get(objects::object),
+        )
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+}
+
+/// The caller of a request: a live token within its rate, with at least `role`.
+async fn caller(state: &AppState, headers: &HeaderMap, role: Role) -> Result<Caller, ApiError> {
+    let caller = authenticate(&state.db, headers)
+        .await
+        .map_err(|failure| match failure {
+            AuthFailure::Refused(why) => ApiError::Unauthorized(why.to_string()),
+            AuthFailure::Db(e) => ApiError::from(e),
+        })?;
+    if let Err(wait) = state.limiter.take(
+        &format!("api token {}", caller.name),
+        TOKEN_REQUESTS_PER_SEC,
+    ) {
+        return Err(ApiError::TooManyRequests {
+            retry_after_secs: wait.as_secs().max(1),
+        });
+    }
+    if role == Role::Operator && caller.role != Role::Operator {
+        return Err(ApiError::Forbidden(
+            "this is an operator's action; the token is a viewer's".into(),
+        ));
+    }
+    Ok(caller)
+}
+
+/// The query's parameters, each at most once, every one among `known`; else a 400 naming it.
+fn params(query: Option<&str>, known: &[&str]) -> Result<Vec<(String, String)>, ApiError> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        if !known.contains(&name.as_ref()) {
+            let mut known = known.to_vec();
+            known.sort_unstable();
+            return Err(ApiError::BadRequest(format!(
+                "unknown query parameter {name:?} (known: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+        if found.iter().any(|(seen, _)| *seen == name) {
+            return Err(ApiError::BadRequest(format!(
+                "query parameter {name:?} is given twice"
+            )));
+        }
+        found.push((name.into_owned(), value.into_owned()));
+    }
+    Ok(found)
+}
+
+/// The answer of a handler: its JSON, or its problem document.
+fn answer(result: Result<String, ApiError>, request_id: &RequestId) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match result {
+        Ok(json) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            json,
+        )
+            .into_response(),
+        Err(e) => e.into_problem(request_id),
+    }
+}

@@ -1,0 +1,95 @@
+//! The API's errors: RFC 9457 `application/problem+json`, each with its status, a title, what is
+//! wrong in words, and the request id that finds the request in hookbox's log.
+
+use crate::request_id::RequestId;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// Why the API does not answer a request as asked.
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400: a parameter or the body is wrong (which one, and why).
+    BadRequest(String),
+    /// 401: no token, or one that is unknown, revoked or expired.
+    Unauthorized(String),
+    /// 403: the token's role may not do this.
+    Forbidden(String),
+    /// 404: nothing of that name the token may see.
+    NotFound(String),
+    /// 429: over the token's rate; try again after the seconds given.
+    TooManyRequests { retry_after_secs: u64 },
+    /// 503: the database failed; retrying may work.
+    Unavailable,
+}
+
+impl ApiError {
+    fn parts(&self) -> (StatusCode, &'static str, &'static str, String) {
+        match self {
+            ApiError::BadRequest(why) => (
+                StatusCode::BAD_REQUEST,
+                "bad-request",
+                "Bad request",
+                why.clone(),
+            ),
+            ApiError::Unauthorized(why) => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "Unauthorized",
+                why.clone(),
+            ),
+            ApiError::Forbidden(why) => {
+                (StatusCode::FORBIDDEN, "forbidden", "Forbidden", why.clone())
+            }
+            ApiError::NotFound(why) => {
+                (StatusCode::NOT_FOUND, "not-found", "Not found", why.clone())
+            }
+            ApiError::TooManyRequests { retry_after_secs } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-requests",
+                "Too many requests",
+                format!("over the token's rate: retry after {retry_after_secs} s"),
+            ),
+            ApiError::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "Unavailable",
+                "the database did not answer: retry later".into(),
+            ),
+        }
+    }
+
+    /// The problem document for the request `request_id`.
+    pub fn into_problem(self, request_id: &RequestId) -> Response {
+        let (status, slug, title, detail) = self.parts();
+        let body = serde_json::json!({
+            "type": format!("urn:hookbox:problem:{slug}"),
+            "title": title,
+            "status": status.as_u16(),
+            "detail": detail,
+            "request_id": request_id.to_string(),
+        });
+        let mut response = (status, body.to_string()).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let ApiError::TooManyRequests { retry_after_secs } = self
+            && let Ok(value) = HeaderValue::from_str(&retry_after_secs.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<sea_orm::DbErr> for ApiError {
+    fn from(e: sea_orm::DbErr) -> ApiError {
+        tracing::error!(error = %e, "API request failed: database unavailable");
+        ApiError::Unavailable
+    }
+}

@@ -1,0 +1,61 @@
+//! `/api/v1` with API tokens, over HTTP on both backends: a token reads what its role and its
+//! sources allow (another source's rows are 404, never 403), a missing, unknown, revoked or
+//! expired token is 401, errors are problem documents with the request id, an unknown query
+//! parameter is a 400 naming it, each token is rate limited, and the token itself is never
+//! stored, logged or audited. `hookbox token add|list|revoke` as a process.
+#![allow(clippy::unwrap_used)]
+
+use crate::support::*;
+use app::auth::tokens::add_token;
+use app::model::Role;
+
+mod tokens;
+
+/// A token named `name` for `sources` (empty: all), made as an operator would.
+pub async fn token(app: &TestApp, name: &str, role: Role, sources: &[&str]) -> String {
+    let sources: Vec<String> = sources.iter().map(|s| s.to_string()).collect();
+    add_token(
+        &app.db,
+        name,
+        role,
+        &sources,
+        None,
+        "olga",
+        &["shop", "sw", "gh", "limited"],
+    )
+    .await
+    .unwrap()
+}
+
+/// The answer to `GET path` with `token`: status, content type and the body as JSON.
+pub async fn get(
+    app: &TestApp,
+    token: Option<&str>,
+    path: &str,
+) -> (u16, String, serde_json::Value) {
+    let mut request = app.client.get(app.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let text = response.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+    (status, content_type, body)
+}
+
+/// The archive id of the newest delivery of `source`.
+pub async fn newest(app: &TestApp, source: &str) -> i64 {
+    scalar(
+        &app.db,
+        "SELECT max(id) FROM webhook_events WHERE source = $1",
+        vec![source.into()],
+    )
+    .await
+    .unwrap()
+}
