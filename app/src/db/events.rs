@@ -84,25 +84,50 @@ pub async fn list_events(
     filter: &EventFilter,
     cursor: Option<&str>,
 ) -> Result<EventPage, QueryError> {
-    let statement = page_statement(db, filter, cursor)?;
-    let rows = db.conn.query_all_raw(statement).await?;
-    page_of(&rows)
+    list_page(db, filter, cursor, PAGE_SIZE).await
 }
 
-/// [`list_events`] as a payload search (a `match`): the statement is cancelled in the database
-/// when `deadline` passes (PostgreSQL's `statement_timeout` for it alone, SQLite's progress
-/// handler) or when the request is dropped, and the caller holds a [`SearchPermit`].
-///
-/// [`SearchPermit`]: super::search::SearchPermit
-pub async fn search_events(
+/// [`list_events`] with pages of `size` rows.
+async fn list_page(
     db: &Db,
     filter: &EventFilter,
     cursor: Option<&str>,
-    deadline: std::time::Duration,
+    size: usize,
+) -> Result<EventPage, QueryError> {
+    let statement = page_statement(db, filter, cursor, size)?;
+    let rows = db.conn.query_all_raw(statement).await?;
+    page_of(&rows, size)
+}
+
+/// The most rows a page of the API holds (`limit`).
+pub const MAX_PAGE_SIZE: usize = 500;
+
+/// A page of the archive for `who` (a user, a token), `size` rows (at most [`MAX_PAGE_SIZE`]):
+/// a plain list, or with a `match` a payload search, bounded in time (`request_timeout`) and in
+/// number (one per caller, a few per process). What `/events` and `GET /api/v1/events` both
+/// call.
+pub async fn find_events(
+    db: &Db,
+    filter: &EventFilter,
+    cursor: Option<&str>,
+    size: usize,
+    who: &str,
+    request_timeout: std::time::Duration,
 ) -> Result<EventPage, super::search::SearchError> {
-    let statement = page_statement(db, filter, cursor)?;
+    let size = size.clamp(1, MAX_PAGE_SIZE);
+    let searching = filter
+        .r#match
+        .as_deref()
+        .is_some_and(|m| !m.trim().is_empty());
+    if !searching {
+        return Ok(list_page(db, filter, cursor, size).await?);
+    }
+    super::filter::check_lengths(filter)?;
+    let deadline = super::search::search_deadline(request_timeout);
+    let _permit = super::search::begin_search(who)?;
+    let statement = page_statement(db, filter, cursor, size)?;
     let rows = super::search::query_within(db, statement, deadline).await?;
-    Ok(page_of(&rows)?)
+    Ok(page_of(&rows, size)?)
 }
 
 /// The statement of one page of [`list_events`].
@@ -110,6 +135,7 @@ fn page_statement(
     db: &Db,
     filter: &EventFilter,
     cursor: Option<&str>,
+    size: usize,
 ) -> Result<Statement, QueryError> {
     // `q` leaves the filter below (each branch names it): its bound is checked here.
     super::filter::check_lengths(filter)?;
@@ -146,7 +172,7 @@ fn page_statement(
         })
     };
     let order = "ORDER BY received_at DESC, id DESC";
-    let limit = PAGE_SIZE + 1;
+    let limit = size + 1;
     let sql = match q {
         None => format!(
             "SELECT {EVENT_COLUMNS} FROM webhook_events {} {order} LIMIT {limit}",
@@ -168,10 +194,10 @@ fn page_statement(
 }
 
 /// A page from its rows (one more than a page: the next cursor).
-fn page_of(rows: &[QueryResult]) -> Result<EventPage, QueryError> {
+fn page_of(rows: &[QueryResult], size: usize) -> Result<EventPage, QueryError> {
     let mut rows = rows.iter().map(event_row).collect::<Result<Vec<_>, _>>()?;
-    let next_cursor = if rows.len() > PAGE_SIZE {
-        rows.truncate(PAGE_SIZE);
+    let next_cursor = if rows.len() > size {
+        rows.truncate(size);
         rows.last().map(cursor_of)
     } else {
         None

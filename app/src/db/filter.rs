@@ -115,6 +115,9 @@ pub fn check_lengths(filter: &EventFilter) -> Result<(), QueryError> {
         ("tz", &filter.tz),
         ("open", &filter.open),
         ("class", &filter.class),
+        ("type", &filter.event_type),
+        ("event_id", &filter.event_id),
+        ("object_id", &filter.object_id),
     ] {
         if value.as_ref().is_some_and(|v| v.len() > MAX_FILTER_BYTES) {
             return Err(QueryError::BadFilter(format!(
@@ -159,6 +162,23 @@ pub(crate) fn add_filter_conditions(
     }
     if let Some(source) = given(&filter.source) {
         c.push("source = ?", source);
+    }
+    if let Some(visible) = &filter.visible_sources {
+        let places: Vec<String> = visible.iter().map(|s| c.placeholder(s.clone())).collect();
+        c.push_built(if places.is_empty() {
+            "1 = 0".to_string()
+        } else {
+            format!("source IN ({})", places.join(", "))
+        });
+    }
+    for (column, value) in [
+        ("event_type", &filter.event_type),
+        ("event_id", &filter.event_id),
+        ("object_id", &filter.object_id),
+    ] {
+        if let Some(value) = given(value) {
+            c.push(&format!("{column} = ?"), value);
+        }
     }
     let (from, to) = received_range(filter)?;
     if let Some(from) = from {

@@ -225,6 +225,17 @@ pub struct EventFilter {
     /// A failure's error class (a cause on `/problems`).
     #[serde(default)]
     pub class: Option<String>,
+    /// The event type, event id and object id, each exactly (the API's filters).
+    #[serde(default, rename = "type")]
+    pub event_type: Option<String>,
+    #[serde(default)]
+    pub event_id: Option<String>,
+    #[serde(default)]
+    pub object_id: Option<String>,
+    /// The sources a caller may see (an API token's); `None`: every one. Never read from a
+    /// request: set by the server for the caller.
+    #[serde(skip)]
+    pub visible_sources: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -25,30 +25,21 @@ pub async fn list_events(
     filter: EventFilter,
     cursor: Option<String>,
 ) -> Result<EventPage, DashboardError> {
-    use crate::db::search::{self, SearchError};
+    use crate::db::search::SearchError;
     use crate::guard;
     let user = guard::require(Role::Viewer).await?;
     let db = guard::db()?;
-    let searching = filter
-        .r#match
-        .as_deref()
-        .is_some_and(|m| !m.trim().is_empty());
-    if !searching {
-        return crate::db::events::list_events(&db, &filter, cursor.as_deref())
-            .await
-            .map_err(guard::query_failed);
-    }
-    // A payload search: bounded in time (cancelled in the database) and in number.
-    crate::db::filter::check_lengths(&filter).map_err(guard::query_failed)?;
     let request_timeout = guard::config()?.server.request_timeout_secs;
-    let deadline = search::search_deadline(std::time::Duration::from_secs(request_timeout));
-    let searched = match search::begin_search(&user.name) {
-        Ok(_permit) => {
-            crate::db::events::search_events(&db, &filter, cursor.as_deref(), deadline).await
-        }
-        Err(busy) => Err(busy),
-    };
-    searched.map_err(|e| match e {
+    crate::db::events::find_events(
+        &db,
+        &filter,
+        cursor.as_deref(),
+        crate::db::events::PAGE_SIZE,
+        &user.name,
+        std::time::Duration::from_secs(request_timeout),
+    )
+    .await
+    .map_err(|e| match e {
         SearchError::Query(e) => guard::query_failed(e),
         SearchError::Busy(why) => guard::fail(DashboardError::Throttled(why)),
         timed_out @ SearchError::TimedOut(_) => {
@@ -155,6 +146,10 @@ pub fn EventsPage() -> impl IntoView {
                 r#match: param(&q, "match"),
                 open: param(&q, "open"),
                 class: param(&q, "class"),
+                event_type: param(&q, "type"),
+                event_id: param(&q, "event_id"),
+                object_id: param(&q, "object_id"),
+                visible_sources: None,
             },
             param(&q, "cursor"),
         )

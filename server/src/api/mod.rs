@@ -9,6 +9,7 @@
 //!   [`MAX_BODY_BYTES`].
 //! - An unknown query parameter is a 400 naming it.
 
+mod events;
 mod objects;
 pub mod problem;
 mod reads;
@@ -31,6 +32,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/sources", get(reads::sources))
+        .route("/api/v1/events", get(events::list))
         .route("/api/v1/events/{id}", get(reads::event))
         .route(
             "/api/v1/sources/{source}/objects/{object_id}",

@@ -18,6 +18,10 @@ pub enum ApiError {
     NotFound(String),
     /// 429: over the token's rate; try again after the seconds given.
     TooManyRequests { retry_after_secs: u64 },
+    /// 429: a body search is running for this token already, or too many for the process.
+    Busy(String),
+    /// 408: a body search ran past its deadline and was stopped (narrow it).
+    TimedOut(String),
     /// 503: the database failed; retrying may work.
     Unavailable,
 }
@@ -48,6 +52,18 @@ impl ApiError {
                 "too-many-requests",
                 "Too many requests",
                 format!("over the token's rate: retry after {retry_after_secs} s"),
+            ),
+            ApiError::Busy(why) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "busy",
+                "Too many searches",
+                why.clone(),
+            ),
+            ApiError::TimedOut(why) => (
+                StatusCode::REQUEST_TIMEOUT,
+                "timed-out",
+                "Search stopped",
+                why.clone(),
             ),
             ApiError::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -9,6 +9,7 @@ use crate::support::*;
 use app::auth::tokens::add_token;
 use app::model::Role;
 
+mod events;
 mod tokens;
 
 /// A token named `name` for `sources` (empty: all), made as an operator would.
