@@ -13,6 +13,7 @@ mod events;
 mod objects;
 pub mod problem;
 mod reads;
+mod replay;
 
 use crate::AppState;
 use crate::request_id::RequestId;
@@ -34,6 +35,10 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/sources", get(reads::sources))
         .route("/api/v1/events", get(events::list))
         .route("/api/v1/events/{id}", get(reads::event))
+        .route(
+            "/api/v1/events/{id}/replay",
+            axum::routing::post(replay::replay),
+        )
         .route(
             "/api/v1/sources/{source}/objects/{object_id}",
             get(objects::object),

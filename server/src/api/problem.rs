@@ -16,6 +16,10 @@ pub enum ApiError {
     Forbidden(String),
     /// 404: nothing of that name the token may see.
     NotFound(String),
+    /// 409: the action would not do what was asked (a replay failing again; a count changed).
+    Conflict(String),
+    /// 422: the database refuses the data for good; nothing was written.
+    Unprocessable(String),
     /// 429: over the token's rate; try again after the seconds given.
     TooManyRequests { retry_after_secs: u64 },
     /// 429: a body search is running for this token already, or too many for the process.
@@ -47,6 +51,13 @@ impl ApiError {
             ApiError::NotFound(why) => {
                 (StatusCode::NOT_FOUND, "not-found", "Not found", why.clone())
             }
+            ApiError::Conflict(why) => (StatusCode::CONFLICT, "conflict", "Conflict", why.clone()),
+            ApiError::Unprocessable(why) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unprocessable",
+                "Unprocessable",
+                why.clone(),
+            ),
             ApiError::TooManyRequests { retry_after_secs } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "too-many-requests",

@@ -10,6 +10,7 @@ use app::auth::tokens::add_token;
 use app::model::Role;
 
 mod events;
+mod replay;
 mod tokens;
 
 /// A token named `name` for `sources` (empty: all), made as an operator would.

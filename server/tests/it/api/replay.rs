@@ -1,0 +1,116 @@
+//! `POST /api/v1/events/{id}/replay`: operators only (a viewer's token is 403), another source's
+//! delivery is 404, a dry run writes nothing, a replay is archived and audited under the token's
+//! name, and one that would fail as the original did is 409 unless sent `anyway`.
+
+use super::*;
+
+async fn post(app: &TestApp, token: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
+    let response = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+    )
+}
+
+both_backends!(an_operators_token_replays_a_delivery_and_a_viewers_cannot);
+async fn an_operators_token_replays_a_delivery_and_a_viewers_cannot(backend: Backend) {
+    let app = spawn_app(backend).await;
+    assert_eq!(
+        app.send("shop", &event("evt_1", "order-1", 2, r#"{"n":1}"#))
+            .await
+            .outcome(),
+        "applied"
+    );
+    // Invalid: no revision. Its replay fails the same way.
+    let invalid = app
+        .send(
+            "shop",
+            r#"{"event_id":"evt_bad","object_id":"order-2","snapshot":{}}"#,
+        )
+        .await;
+    assert_eq!(invalid.status, 422);
+    let (good, bad) = (
+        scalar(
+            &app.db,
+            "SELECT id FROM webhook_events WHERE event_id = 'evt_1'",
+            vec![],
+        )
+        .await
+        .unwrap(),
+        scalar(
+            &app.db,
+            "SELECT id FROM webhook_events WHERE event_id = 'evt_bad'",
+            vec![],
+        )
+        .await
+        .unwrap(),
+    );
+    let viewer = token(&app, "viewer", Role::Viewer, &[]).await;
+    let operator = token(&app, "retry-script", Role::Operator, &[]).await;
+    let elsewhere = token(&app, "gh-operator", Role::Operator, &["gh"]).await;
+    let path = format!("/api/v1/events/{good}/replay");
+
+    let (status, problem) = post(&app, &viewer, &path, "{}").await;
+    assert_eq!((status, problem["status"].as_i64()), (403, Some(403)));
+    let (status, _) = post(&app, &elsewhere, &path, "{}").await;
+    assert_eq!(
+        status, 404,
+        "another source's delivery does not exist for the token"
+    );
+
+    let before = count(&app.db, "SELECT count(*) FROM webhook_events").await;
+    let (status, dry) = post(&app, &operator, &path, r#"{"dry_run":true}"#).await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(
+        (
+            dry["outcome"].as_str(),
+            dry["dry_run"].as_bool(),
+            &dry["event"]
+        ),
+        (Some("duplicate"), Some(true), &serde_json::Value::Null)
+    );
+    assert_eq!(
+        count(&app.db, "SELECT count(*) FROM webhook_events").await,
+        before
+    );
+
+    let (status, done) = post(&app, &operator, &path, "").await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["outcome"], "duplicate");
+    assert_eq!(done["event"]["replay_of"], good);
+    assert_eq!(done["event"]["replayed_by"], "retry-script");
+    let audited = texts(
+        &app.db,
+        "SELECT actor, action FROM audit_log WHERE action = 'replay'",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        audited,
+        [[Some("retry-script".to_string()), Some("replay".to_string())]]
+    );
+
+    // A replay that would fail as the original did: 409, unless insisted on.
+    let bad_path = format!("/api/v1/events/{bad}/replay");
+    let (status, problem) = post(&app, &operator, &bad_path, "{}").await;
+    assert_eq!(status, 409, "{problem}");
+    let (status, done) = post(&app, &operator, &bad_path, r#"{"anyway":true}"#).await;
+    assert_eq!((status, done["outcome"].as_str()), (200, Some("invalid")));
+    // A body that is not the request's is named.
+    let (status, problem) = post(&app, &operator, &path, r#"{"dry-run":true}"#).await;
+    assert_eq!(status, 400);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("dry-run"),
+        "{problem}"
+    );
+}
