@@ -337,3 +337,36 @@ async fn replay_many_unclassified(
     txn.commit().await?;
     Ok(done)
 }
+
+/// Why the failed deliveries of a filter are not replayed.
+#[derive(Debug)]
+pub enum FilterReplayError {
+    /// The filter is not one (a 400 naming the field), or the database failed.
+    Query(crate::db::conditions::QueryError),
+    /// More than [`crate::model::BULK_REPLAY_LIMIT`] failed deliveries match.
+    TooMany,
+    Replay(ReplayError),
+}
+
+/// The failed deliveries `filter` matches (whatever status it names), replayed by `operator` as
+/// `mode` says: how many matched, and what the replay did or would do. What `/events`' bulk
+/// replay and `POST /api/v1/events/replay` both call.
+pub async fn replay_filter(
+    db: &Db,
+    config: &Config,
+    filter: &crate::model::EventFilter,
+    operator: &str,
+    mode: Bulk,
+) -> Result<(usize, BulkReplay), FilterReplayError> {
+    let limit = crate::model::BULK_REPLAY_LIMIT;
+    let ids = crate::db::events::failed_ids(db, filter, limit)
+        .await
+        .map_err(FilterReplayError::Query)?;
+    if ids.len() > limit {
+        return Err(FilterReplayError::TooMany);
+    }
+    let done = replay_many(db, config, &ids, operator, mode)
+        .await
+        .map_err(FilterReplayError::Replay)?;
+    Ok((ids.len(), done))
+}

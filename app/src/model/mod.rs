@@ -199,6 +199,9 @@ pub struct EventRow {
     pub resolved_by: Option<i64>,
 }
 
+/// A bulk replay handles at most this many deliveries at once.
+pub const BULK_REPLAY_LIMIT: usize = 500;
+
 /// The filters of `/events`, as they stand in the URL.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventFilter {

@@ -15,8 +15,7 @@ const FILTER_KEYS: [&str; 10] = [
     "status", "outcome", "source", "from", "to", "q", "match", "tz", "open", "class",
 ];
 
-/// Bulk replay handles at most this many deliveries at once.
-pub const BULK_REPLAY_LIMIT: usize = 500;
+pub use crate::model::BULK_REPLAY_LIMIT;
 
 #[server(endpoint = "events")]
 pub async fn list_events(
@@ -59,7 +58,7 @@ pub async fn bulk_replay(
     confirmation: Option<String>,
 ) -> Result<BulkReplayResult, DashboardError> {
     use crate::guard;
-    use crate::ingest::replay::{Bulk, ReplayError, replay_many};
+    use crate::ingest::replay::{Bulk, FilterReplayError, ReplayError, replay_filter};
     let user = guard::require(Role::Operator).await?;
     let filter = EventFilter {
         status: None,
@@ -67,14 +66,6 @@ pub async fn bulk_replay(
     };
     let db = guard::db()?;
     let config = guard::config()?;
-    let ids = crate::db::events::failed_ids(&db, &filter, BULK_REPLAY_LIMIT)
-        .await
-        .map_err(guard::query_failed)?;
-    if ids.len() > BULK_REPLAY_LIMIT {
-        return Err(guard::bad_request(format!(
-            "more than {BULK_REPLAY_LIMIT} failed deliveries match; narrow the filter"
-        )));
-    }
     // The count the dry run answered, as typed: `replay 26`.
     let mode = match confirmation.as_deref().map(str::trim) {
         None | Some("") => Bulk::DryRun,
@@ -90,21 +81,27 @@ pub async fn bulk_replay(
             }
         },
     };
-    let done = replay_many(&db, &config, &ids, &user.name, mode)
+    let (matched, done) = replay_filter(&db, &config, &filter, &user.name, mode)
         .await
         .map_err(|e| match e {
-            ReplayError::CountChanged { now, .. } => guard::bad_request(format!(
-                "what matches changed since the dry run: {now} deliveries would be replayed now; \
-                 type \"replay {now}\" to confirm"
+            FilterReplayError::Query(e) => guard::query_failed(e),
+            FilterReplayError::TooMany => guard::bad_request(format!(
+                "more than {BULK_REPLAY_LIMIT} failed deliveries match; narrow the filter"
             )),
-            e => guard::replay_failed(e),
+            FilterReplayError::Replay(ReplayError::CountChanged { now, .. }) => {
+                guard::bad_request(format!(
+                    "what matches changed since the dry run: {now} deliveries would be replayed now; \
+                     type \"replay {now}\" to confirm"
+                ))
+            }
+            FilterReplayError::Replay(e) => guard::replay_failed(e),
         })?;
     let confirmed = mode != Bulk::DryRun;
     if confirmed {
         crate::guard::wake_forwarder();
     }
     Ok(BulkReplayResult {
-        matched: ids.len(),
+        matched,
         breakdown: done
             .breakdown()
             .into_iter()

@@ -9,6 +9,7 @@
 //!   [`MAX_BODY_BYTES`].
 //! - An unknown query parameter is a 400 naming it.
 
+mod bulk;
 mod events;
 mod objects;
 pub mod problem;
@@ -34,6 +35,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/sources", get(reads::sources))
         .route("/api/v1/events", get(events::list))
+        .route("/api/v1/events/replay", axum::routing::post(bulk::replay))
         .route("/api/v1/events/{id}", get(reads::event))
         .route(
             "/api/v1/events/{id}/replay",

@@ -18,6 +18,8 @@ pub enum ApiError {
     NotFound(String),
     /// 409: the action would not do what was asked (a replay failing again; a count changed).
     Conflict(String),
+    /// 409: a bulk action would act on `actual` rows, not the `expected` the caller confirmed.
+    CountChanged { expected: usize, actual: usize },
     /// 422: the database refuses the data for good; nothing was written.
     Unprocessable(String),
     /// 429: over the token's rate; try again after the seconds given.
@@ -52,6 +54,14 @@ impl ApiError {
                 (StatusCode::NOT_FOUND, "not-found", "Not found", why.clone())
             }
             ApiError::Conflict(why) => (StatusCode::CONFLICT, "conflict", "Conflict", why.clone()),
+            ApiError::CountChanged { expected, actual } => (
+                StatusCode::CONFLICT,
+                "count-changed",
+                "Count changed",
+                format!(
+                    "nothing was done: {actual} deliveries match now, not the {expected} expected; dry-run again and confirm that count"
+                ),
+            ),
             ApiError::Unprocessable(why) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "unprocessable",
@@ -88,13 +98,16 @@ impl ApiError {
     /// The problem document for the request `request_id`.
     pub fn into_problem(self, request_id: &RequestId) -> Response {
         let (status, slug, title, detail) = self.parts();
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "type": format!("urn:hookbox:problem:{slug}"),
             "title": title,
             "status": status.as_u16(),
             "detail": detail,
             "request_id": request_id.to_string(),
         });
+        if let ApiError::CountChanged { actual, .. } = &self {
+            body["actual_count"] = (*actual).into();
+        }
         let mut response = (status, body.to_string()).into_response();
         response.headers_mut().insert(
             header::CONTENT_TYPE,

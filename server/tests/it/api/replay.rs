@@ -114,3 +114,64 @@ async fn an_operators_token_replays_a_delivery_and_a_viewers_cannot(backend: Bac
         "{problem}"
     );
 }
+
+both_backends!(a_bulk_replay_runs_only_for_the_count_its_dry_run_answered);
+async fn a_bulk_replay_runs_only_for_the_count_its_dry_run_answered(backend: Backend) {
+    let app = spawn_app(backend).await;
+    // Two failures: a revision reused by another event id.
+    app.send("shop", &event("evt_1", "order-1", 1, r#"{"a":1}"#))
+        .await;
+    for id in ["evt_2", "evt_3"] {
+        let answer = app
+            .send("shop", &event(id, "order-1", 1, r#"{"a":2}"#))
+            .await;
+        assert_eq!(answer.status, 409, "{:?}", answer.body);
+    }
+    let operator = token(&app, "bulk-script", Role::Operator, &["shop"]).await;
+    let path = "/api/v1/events/replay";
+    let (status, dry) = post(&app, &operator, path, r#"{"source":"shop","dry_run":true}"#).await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["matched"], 2);
+    let count = dry["count"].as_u64().unwrap() as usize;
+    let skipped = dry["skipped"]["same_failure"].as_u64().unwrap() as usize;
+    assert_eq!(count + skipped, 2, "{dry}");
+    // The wrong count: 409 with the actual one, nothing written.
+    let before = count_rows(&app).await;
+    let wrong = count + 1;
+    let (status, problem) = post(
+        &app,
+        &operator,
+        path,
+        &format!(r#"{{"source":"shop","expected_count":{wrong}}}"#),
+    )
+    .await;
+    assert_eq!(status, 409, "{problem}");
+    assert_eq!(problem["actual_count"].as_u64(), Some(count as u64));
+    assert_eq!(count_rows(&app).await, before);
+    // Without a count: 400 naming it. With the right one: done.
+    let (status, problem) = post(&app, &operator, path, r#"{"source":"shop"}"#).await;
+    assert_eq!(status, 400);
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("expected_count")
+    );
+    let (status, done) = post(
+        &app,
+        &operator,
+        path,
+        &format!(r#"{{"source":"shop","expected_count":{count}}}"#),
+    )
+    .await;
+    assert_eq!(
+        (status, done["dry_run"].as_bool()),
+        (200, Some(false)),
+        "{done}"
+    );
+    assert_eq!(count_rows(&app).await, before + count as i64);
+}
+
+async fn count_rows(app: &TestApp) -> i64 {
+    count(&app.db, "SELECT count(*) FROM webhook_events").await
+}
