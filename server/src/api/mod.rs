@@ -10,6 +10,7 @@
 //! - An unknown query parameter is a 400 naming it.
 
 mod bulk;
+mod destinations;
 mod events;
 mod objects;
 pub mod problem;
@@ -23,7 +24,7 @@ use app::model::Role;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderMap;
-use axum::routing::get;
+use axum::routing::{get, post};
 use problem::ApiError;
 
 /// Requests a token makes a second, per process (a burst of as many).
@@ -35,15 +36,33 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/sources", get(reads::sources))
         .route("/api/v1/events", get(events::list))
-        .route("/api/v1/events/replay", axum::routing::post(bulk::replay))
+        .route("/api/v1/events/replay", post(bulk::replay))
         .route("/api/v1/events/{id}", get(reads::event))
-        .route(
-            "/api/v1/events/{id}/replay",
-            axum::routing::post(replay::replay),
-        )
+        .route("/api/v1/events/{id}/replay", post(replay::replay))
         .route(
             "/api/v1/sources/{source}/objects/{object_id}",
             get(objects::object),
+        )
+        .route("/api/v1/destinations", get(destinations::list))
+        .route(
+            "/api/v1/destinations/{name}/deliveries",
+            get(destinations::deliveries),
+        )
+        .route(
+            "/api/v1/destinations/{name}/deliveries/{id}/retry",
+            post(destinations::retry_one),
+        )
+        .route(
+            "/api/v1/destinations/{name}/retry",
+            post(destinations::retry_dead),
+        )
+        .route(
+            "/api/v1/destinations/{name}/pause",
+            post(destinations::pause),
+        )
+        .route(
+            "/api/v1/destinations/{name}/resume",
+            post(destinations::resume),
         )
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
 }

@@ -9,6 +9,7 @@ use crate::support::*;
 use app::auth::tokens::add_token;
 use app::model::Role;
 
+mod destinations;
 mod events;
 mod replay;
 mod tokens;
