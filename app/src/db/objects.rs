@@ -309,3 +309,52 @@ pub async fn current_object(
     })
     .transpose()
 }
+
+/// One accepted revision of an object, as programs page through them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptedRevision {
+    pub revision: i64,
+    pub event_id: String,
+    pub received_at: DateTime<Utc>,
+}
+
+/// A page of `object_id`'s accepted revisions, greatest first, below `before` when given:
+/// at most `limit`, and whether more follow.
+pub async fn revisions_page(
+    db: &Db,
+    source: &str,
+    object_id: &str,
+    before: Option<i64>,
+    limit: usize,
+) -> Result<(Vec<AcceptedRevision>, bool), DbErr> {
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT revision, event_id, received_at FROM webhook_inbox
+                  WHERE source = $1 AND object_id = $2 AND revision IS NOT NULL AND revision < $3
+                  ORDER BY revision DESC LIMIT {}",
+                limit + 1
+            ),
+            vec![
+                source.into(),
+                object_id.into(),
+                before.unwrap_or(i64::MAX).into(),
+            ],
+        ))
+        .await?;
+    let mut page = rows
+        .iter()
+        .map(|row| {
+            Ok(AcceptedRevision {
+                revision: row.try_get("", "revision")?,
+                event_id: row.try_get("", "event_id")?,
+                received_at: row.try_get("", "received_at")?,
+            })
+        })
+        .collect::<Result<Vec<_>, DbErr>>()?;
+    let more = page.len() > limit;
+    page.truncate(limit);
+    Ok((page, more))
+}

@@ -43,6 +43,10 @@ pub fn router() -> Router<AppState> {
             "/api/v1/sources/{source}/objects/{object_id}",
             get(objects::object),
         )
+        .route(
+            "/api/v1/sources/{source}/objects/{object_id}/revisions",
+            get(objects::revisions),
+        )
         .route("/api/v1/destinations", get(destinations::list))
         .route(
             "/api/v1/destinations/{name}/deliveries",

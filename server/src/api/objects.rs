@@ -1,4 +1,5 @@
-//! `GET /api/v1/sources/{source}/objects/{object_id}`: an object's current revision.
+//! `GET /api/v1/sources/{source}/objects/{object_id}`: an object's current revision; and
+//! `…/revisions`: every accepted revision, greatest first, cursor-paged.
 
 use super::{answer, caller, params};
 use crate::AppState;
@@ -46,6 +47,64 @@ pub(super) async fn object(
             &head[..head.len() - 1],
             current.snapshot
         ))
+    }
+    .await;
+    answer(result, &request_id)
+}
+
+/// Revisions of a page when `limit` is not given, and at most.
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 500;
+
+pub(super) async fn revisions(
+    State(state): State<AppState>,
+    Path((source, object_id)): Path<(String, String)>,
+    request_id: RequestId,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        let given = params(query.as_deref(), &["cursor", "limit"])?;
+        let caller = caller(&state, &headers, Role::Viewer).await?;
+        let value = |key: &str| given.iter().find(|(n, _)| n == key).map(|(_, v)| v.clone());
+        let limit = match value("limit") {
+            None => DEFAULT_LIMIT,
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "limit: {text:?} is not a number from 1 to {MAX_LIMIT}"
+                    ))
+                })?,
+        };
+        let before = value("cursor")
+            .map(|c| {
+                c.parse::<i64>().map_err(|_| {
+                    ApiError::BadRequest("cursor: not a cursor from a previous page".into())
+                })
+            })
+            .transpose()?;
+        if !caller.sees(&source) {
+            return Err(ApiError::NotFound(format!(
+                "the source {source:?} holds no revision of the object {object_id:?}"
+            )));
+        }
+        let (page, more) =
+            app::db::objects::revisions_page(&state.db, &source, &object_id, before, limit).await?;
+        let next = more.then(|| page.last().map(|r| r.revision.to_string())).flatten();
+        let data: Vec<serde_json::Value> = page
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "revision": r.revision,
+                    "event_id": r.event_id,
+                    "received_at": r.received_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                })
+            })
+            .collect();
+        Ok(serde_json::json!({ "data": data, "next_cursor": next }).to_string())
     }
     .await;
     answer(result, &request_id)

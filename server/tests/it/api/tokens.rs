@@ -108,6 +108,37 @@ async fn a_token_reads_what_its_role_and_sources_allow_and_nothing_else(backend:
     let (status, _, _) = get(&app, Some(&all), "/api/v1/sources/shop/objects/order-404").await;
     assert_eq!(status, 404);
 
+    // Its accepted revisions, greatest first, a page at a time.
+    for revision in [1, 5, 4] {
+        let id = format!("evt_r{revision}");
+        app.send("shop", &event(&id, "order-1", revision, "{}"))
+            .await;
+    }
+    let mut revisions = Vec::new();
+    let mut path = "/api/v1/sources/shop/objects/order-1/revisions?limit=2".to_string();
+    loop {
+        let (status, _, page) = get(&app, Some(&shop_only), &path).await;
+        assert_eq!(status, 200, "{page}");
+        for row in page["data"].as_array().unwrap() {
+            revisions.push(row["revision"].as_i64().unwrap());
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => {
+                path =
+                    format!("/api/v1/sources/shop/objects/order-1/revisions?limit=2&cursor={next}")
+            }
+            None => break,
+        }
+    }
+    assert_eq!(revisions, [5, 4, 3, 1]);
+    let (status, _, _) = get(
+        &app,
+        Some(&shop_only),
+        "/api/v1/sources/gh/objects/x/revisions",
+    )
+    .await;
+    assert_eq!(status, 404);
+
     // An unknown query parameter is named.
     let (status, _, problem) = get(&app, Some(&all), "/api/v1/sources?colour=blue").await;
     assert_eq!(status, 400);
