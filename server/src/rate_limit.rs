@@ -1,9 +1,15 @@
 //! Per-source rate limits (`rate_limit_per_sec`): a token bucket per source in this process.
-//! Several processes each allow the configured rate; size it per process.
+//! Several processes each allow the configured rate; size it per process. The same buckets
+//! bound unsigned handshakes per source, API tokens and API clients by address: the keys a
+//! request can name are many, so at most [`MAX_BUCKETS`] are kept; idle ones (full again)
+//! are dropped first, and past the bound a new key waits for room.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// The most buckets kept at once.
+pub const MAX_BUCKETS: usize = 10_000;
 
 #[derive(Default)]
 pub struct RateLimiter {
@@ -24,6 +30,13 @@ impl RateLimiter {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
+        if !buckets.contains_key(source) && buckets.len() >= MAX_BUCKETS {
+            // A bucket idle for a second is full again: forgetting it changes nothing.
+            buckets.retain(|_, b| now.duration_since(b.refilled_at) < Duration::from_secs(1));
+            if buckets.len() >= MAX_BUCKETS {
+                return Err(Duration::from_secs(1));
+            }
+        }
         let bucket = buckets.entry(source.to_string()).or_insert(Bucket {
             tokens: rate,
             refilled_at: now,
@@ -56,5 +69,18 @@ mod tests {
             "{wait:?}"
         );
         assert!(limiter.take("other", 3).is_ok(), "buckets are per source");
+    }
+
+    #[test]
+    fn the_buckets_kept_are_bounded_and_idle_ones_go_first() {
+        let limiter = RateLimiter::default();
+        for i in 0..MAX_BUCKETS {
+            assert!(limiter.take(&format!("client {i}"), 50).is_ok());
+        }
+        // All busy within the second: a new key waits, an old one is served.
+        assert!(limiter.take("one more", 50).is_err());
+        assert!(limiter.take("client 7", 50).is_ok());
+        let len = limiter.buckets.lock().map(|b| b.len()).unwrap_or(0);
+        assert_eq!(len, MAX_BUCKETS);
     }
 }

@@ -43,7 +43,7 @@ pub fn router(
         .with_state(std::sync::Arc::new(state.clone()));
     let webhooks = Router::new()
         .merge(deliveries)
-        .merge(crate::api::router())
+        .merge(crate::api::router(state.clone()))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics::render))

@@ -29,10 +29,13 @@ use problem::ApiError;
 
 /// Requests a token makes a second, per process (a burst of as many).
 pub const TOKEN_REQUESTS_PER_SEC: u32 = 20;
+/// Requests one client address makes a second, per process, whatever their tokens: checked
+/// before any token is looked up, so made-up tokens cost no more than this in database reads.
+pub const CLIENT_REQUESTS_PER_SEC: u32 = 50;
 /// The largest request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-pub fn router() -> Router<AppState> {
+pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/api/v1/sources", get(reads::sources))
         .route("/api/v1/events", get(events::list))
@@ -69,6 +72,37 @@ pub fn router() -> Router<AppState> {
             post(destinations::resume),
         )
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(state, per_client))
+}
+
+/// Every API request counts against its client address's rate first (429 over it).
+async fn per_client(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let client = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|axum::extract::ConnectInfo(addr)| {
+            state
+                .settings
+                .trusted_proxies
+                .client_address(addr.ip(), request.headers())
+                .to_string()
+        })
+        .unwrap_or_else(|| "unknown".into());
+    if let Err(wait) = state
+        .limiter
+        .take(&format!("api client {client}"), CLIENT_REQUESTS_PER_SEC)
+    {
+        let request_id = RequestId::of(request.headers());
+        return ApiError::TooManyRequests {
+            retry_after_secs: wait.as_secs().max(1),
+        }
+        .into_problem(&request_id);
+    }
+    next.run(request).await
 }
 
 /// The caller of a request: a live token within its rate, with at least `role`.

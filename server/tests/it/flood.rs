@@ -1,8 +1,8 @@
 //! One hostile client floods the real `hookbox` binary (on PostgreSQL) for 30 s with failed
 //! sign-ins (100 a second), refused requests (100 a second: forged signatures of every kind of
 //! verifier, from recipes and Twilio's sorted forms to Ed25519 `v1a` entries and Asana's
-//! unsigned handshake, made-up sources, oversized headers), exports it never reads (2 at a time, as the review's) and, signed in as a
-//! viewer, the dashboard's heaviest reads (100 a second: body and id searches, problems, sources,
+//! unsigned handshake, made-up sources and API tokens, oversized headers), exports it never
+//! reads (2 at a time, as the review's) and, signed in as a viewer, the dashboard's heaviest reads (100 a second: body and id searches, problems, sources,
 //! the overview's charts, a destination's series), all at once, while a sender's signed
 //! deliveries are paced at 50 a second. Every delivery is answered 200 and applied, none waits
 //! more than 5 s (a starved delivery, not a speed target: the latencies are printed, and the
@@ -238,6 +238,18 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
             let mut pace = hostile_pace();
             while !stop.load(Ordering::Relaxed) {
                 pace.tick().await;
+                // Made-up API tokens: bounded per client address before any lookup.
+                if i % 5 == 4 {
+                    let _ = client
+                        .get(format!("http://{addr}/api/v1/events?limit=500"))
+                        .header("X-Forwarded-For", FLOODER)
+                        .bearer_auth(format!("hbt_made-up-{task}-{i}"))
+                        .send()
+                        .await;
+                    flooded.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                    continue;
+                }
                 let (path, forged) = match i % 4 {
                     0 => ("/hooks/shop".to_string(), None),
                     1 => (format!("/hooks/made-up-{task}-{i}"), None),
