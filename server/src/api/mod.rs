@@ -13,6 +13,7 @@ mod bulk;
 mod destinations;
 mod events;
 mod objects;
+mod operators;
 pub mod problem;
 mod reads;
 mod replay;
@@ -71,6 +72,8 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/api/v1/destinations/{name}/resume",
             post(destinations::resume),
         )
+        .route("/api/v1/rejected", get(operators::rejected))
+        .route("/api/v1/audit", get(operators::audit))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(state, per_client))
 }

@@ -11,6 +11,7 @@ use app::model::Role;
 
 mod destinations;
 mod events;
+mod operators;
 mod replay;
 mod tokens;
 
