@@ -82,14 +82,13 @@ pub(super) async fn deliveries(
     let result = async {
         let given = params(query.as_deref(), &["status", "source", "q", "cursor"])?;
         unlimited(&state, &headers, Role::Viewer).await?;
-        let value = |key: &str| given.iter().find(|(n, _)| n == key).map(|(_, v)| v.clone());
         let filter = ForwardFilter {
-            status: value("status"),
-            source: value("source"),
-            q: value("q"),
+            status: given.get("status"),
+            source: given.get("source"),
+            q: given.get("q"),
         };
         let (rows, next) =
-            destinations::deliveries(&state.db, &name, &filter, value("cursor").as_deref())
+            destinations::deliveries(&state.db, &name, &filter, given.get("cursor").as_deref())
                 .await
                 .map_err(query_error)?;
         let data = serde_json::to_value(rows).map_err(|_| ApiError::Unavailable)?;

@@ -38,35 +38,17 @@ pub(super) async fn list(
     let result = async {
         let given = params(query.as_deref(), KNOWN)?;
         let caller = caller(&state, &headers, Role::Viewer).await?;
-        let value = |name: &str| {
-            given
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-        };
-        let limit = match value("limit") {
-            None => DEFAULT_LIMIT,
-            Some(text) => text
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=app::db::events::MAX_PAGE_SIZE).contains(n))
-                .ok_or_else(|| {
-                    ApiError::BadRequest(format!(
-                        "limit: {text:?} is not a number from 1 to {}",
-                        app::db::events::MAX_PAGE_SIZE
-                    ))
-                })?,
-        };
+        let limit = given.limit(DEFAULT_LIMIT, app::db::events::MAX_PAGE_SIZE)?;
         let filter = EventFilter {
-            source: value("source"),
-            status: value("status"),
-            outcome: value("outcome"),
-            event_type: value("type"),
-            object_id: value("object_id"),
-            event_id: value("event_id"),
-            from: value("from"),
-            to: value("to"),
-            r#match: value("match"),
+            source: given.get("source"),
+            status: given.get("status"),
+            outcome: given.get("outcome"),
+            event_type: given.get("type"),
+            object_id: given.get("object_id"),
+            event_id: given.get("event_id"),
+            from: given.get("from"),
+            to: given.get("to"),
+            r#match: given.get("match"),
             tz: Some("UTC".into()),
             visible_sources: caller.sources.clone(),
             ..EventFilter::default()
@@ -74,7 +56,7 @@ pub(super) async fn list(
         let page = app::db::events::find_events(
             &state.db,
             &filter,
-            value("cursor").as_deref(),
+            given.get("cursor").as_deref(),
             limit,
             &format!("token {}", caller.name),
             std::time::Duration::from_secs(state.config.server.request_timeout_secs),
@@ -88,27 +70,7 @@ pub(super) async fn list(
             SearchError::Busy(why) => ApiError::Busy(why),
             timed_out @ SearchError::TimedOut(_) => ApiError::TimedOut(timed_out.to_string()),
         })?;
-        let data: Vec<serde_json::Value> = page
-            .rows
-            .iter()
-            .map(|row| {
-                serde_json::json!({
-                    "id": row.id,
-                    "source": row.source,
-                    "event_id": row.event_id,
-                    "object_id": row.object_id,
-                    "revision": row.revision,
-                    "type": row.event_type,
-                    "status": row.status.as_str(),
-                    "outcome": row.outcome.as_str(),
-                    "error": row.error_message,
-                    "received_at": row.received_at,
-                    "replay_of": row.replay_of,
-                    "replayed_by": row.replayed_by,
-                    "resolved_by": row.resolved_by,
-                })
-            })
-            .collect();
+        let data: Vec<serde_json::Value> = page.rows.iter().map(super::event_json).collect();
         Ok(serde_json::json!({ "data": data, "next_cursor": page.next_cursor }).to_string())
     }
     .await;

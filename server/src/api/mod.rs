@@ -132,8 +132,35 @@ async fn caller(state: &AppState, headers: &HeaderMap, role: Role) -> Result<Cal
     Ok(caller)
 }
 
+/// A request's query parameters, read strictly ([`params`]).
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    /// The value of parameter `name`, if given.
+    fn get(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// `limit`: 1 to `max`, `default` when absent; else a 400 naming it.
+    fn limit(&self, default: usize, max: usize) -> Result<usize, ApiError> {
+        match self.get("limit") {
+            None => Ok(default),
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!("limit: {text:?} is not a number from 1 to {max}"))
+                }),
+        }
+    }
+}
+
 /// The query's parameters, each at most once, every one among `known`; else a 400 naming it.
-fn params(query: Option<&str>, known: &[&str]) -> Result<Vec<(String, String)>, ApiError> {
+fn params(query: Option<&str>, known: &[&str]) -> Result<Params, ApiError> {
     let mut found: Vec<(String, String)> = Vec::new();
     for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         if !known.contains(&name.as_ref()) {
@@ -155,7 +182,26 @@ fn params(query: Option<&str>, known: &[&str]) -> Result<Vec<(String, String)>, 
         }
         found.push((name.into_owned(), value.into_owned()));
     }
-    Ok(found)
+    Ok(Params(found))
+}
+
+/// An archive row as every answer shows it.
+fn event_json(row: &app::model::EventRow) -> serde_json::Value {
+    serde_json::json!({
+        "id": row.id,
+        "source": row.source,
+        "event_id": row.event_id,
+        "object_id": row.object_id,
+        "revision": row.revision,
+        "type": row.event_type,
+        "status": row.status.as_str(),
+        "outcome": row.outcome.as_str(),
+        "error": row.error_message,
+        "received_at": row.received_at,
+        "replay_of": row.replay_of,
+        "replayed_by": row.replayed_by,
+        "resolved_by": row.resolved_by,
+    })
 }
 
 /// The answer of a handler: its JSON, or its problem document.

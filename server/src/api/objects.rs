@@ -66,20 +66,9 @@ pub(super) async fn revisions(
     let result = async {
         let given = params(query.as_deref(), &["cursor", "limit"])?;
         let caller = caller(&state, &headers, Role::Viewer).await?;
-        let value = |key: &str| given.iter().find(|(n, _)| n == key).map(|(_, v)| v.clone());
-        let limit = match value("limit") {
-            None => DEFAULT_LIMIT,
-            Some(text) => text
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_LIMIT).contains(n))
-                .ok_or_else(|| {
-                    ApiError::BadRequest(format!(
-                        "limit: {text:?} is not a number from 1 to {MAX_LIMIT}"
-                    ))
-                })?,
-        };
-        let before = value("cursor")
+        let limit = given.limit(DEFAULT_LIMIT, MAX_LIMIT)?;
+        let before = given
+            .get("cursor")
             .map(|c| {
                 c.parse::<i64>().map_err(|_| {
                     ApiError::BadRequest("cursor: not a cursor from a previous page".into())

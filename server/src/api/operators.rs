@@ -32,11 +32,10 @@ pub(super) async fn rejected(
     let result = async {
         let given = params(query.as_deref(), &["source", "reason", "cursor"])?;
         operator_of_every_source(&state, &headers).await?;
-        let value = |key: &str| given.iter().find(|(n, _)| n == key).map(|(_, v)| v.clone());
         let filter = RejectedFilter {
-            source: value("source"),
-            reason: value("reason"),
-            before: value("cursor"),
+            source: given.get("source"),
+            reason: given.get("reason"),
+            before: given.get("cursor"),
         };
         let page = app::db::rejected::list(&state.db, &filter)
             .await
@@ -64,11 +63,10 @@ pub(super) async fn audit(
     let result = async {
         let given = params(query.as_deref(), &["action", "actor"])?;
         operator_of_every_source(&state, &headers).await?;
-        let value = |key: &str| given.iter().find(|(n, _)| n == key).map(|(_, v)| v.clone());
         let rows = app::db::audit::audit_entries(
             &state.db,
-            value("action").as_deref(),
-            value("actor").as_deref(),
+            given.get("action").as_deref(),
+            given.get("actor").as_deref(),
         )
         .await?;
         let data = serde_json::to_value(rows).map_err(|_| ApiError::Unavailable)?;

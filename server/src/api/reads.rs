@@ -76,31 +76,23 @@ pub(super) async fn event(
             .map(|(name, value, _)| (name, value.into()))
             .collect();
         let forwarded = app::db::destinations::produced_by(&state.db, id).await?;
-        let row = &stored.row;
-        let mut event = serde_json::json!({
-            "id": row.id,
-            "source": row.source,
-            "event_id": row.event_id,
-            "object_id": row.object_id,
-            "revision": row.revision,
-            "type": row.event_type,
-            "status": row.status.as_str(),
-            "outcome": row.outcome.as_str(),
-            "error": row.error_message,
-            "received_at": row.received_at,
-            "replay_of": row.replay_of,
-            "replayed_by": row.replayed_by,
-            "headers": headers,
-            "forward_deliveries": forwarded.iter().map(|f| serde_json::json!({
-                "id": f.id,
-                "destination": f.destination,
-                "status": f.status.as_str(),
-                "attempts": f.attempts,
-                "next_attempt_at": f.next_attempt_at,
-                "last_status_code": f.last_status_code,
-                "delivered_at": f.delivered_at,
-            })).collect::<Vec<_>>(),
-        });
+        let mut event = super::event_json(&stored.row);
+        event["headers"] = headers.into();
+        event["forward_deliveries"] = forwarded
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "id": f.id,
+                    "destination": f.destination,
+                    "status": f.status.as_str(),
+                    "attempts": f.attempts,
+                    "next_attempt_at": f.next_attempt_at,
+                    "last_status_code": f.last_status_code,
+                    "delivered_at": f.delivered_at,
+                })
+            })
+            .collect::<Vec<_>>()
+            .into();
         // The body exactly as sent: JSON text embedded as it is, anything else as base64.
         let text = std::str::from_utf8(&stored.body)
             .ok()

@@ -78,17 +78,7 @@ pub(super) async fn replay(
             serde_json::Value::Null
         } else {
             match app::db::events::stored_delivery(&state.db, recorded.archive_id).await? {
-                Some(new) => serde_json::json!({
-                    "id": new.row.id,
-                    "source": new.row.source,
-                    "event_id": new.row.event_id,
-                    "status": new.row.status.as_str(),
-                    "outcome": new.row.outcome.as_str(),
-                    "error": new.row.error_message,
-                    "received_at": new.row.received_at,
-                    "replay_of": new.row.replay_of,
-                    "replayed_by": new.row.replayed_by,
-                }),
+                Some(new) => super::event_json(&new.row),
                 None => serde_json::Value::Null,
             }
         };

@@ -17,24 +17,6 @@ secrets_env = ["SHOP_SECRET"]
 forward = ["orders-app"]
 "#;
 
-async fn post(app: &TestApp, token: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
-    let response = app
-        .client
-        .post(app.url(path))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
-    )
-}
-
 both_backends!(an_operators_token_pauses_a_destination_and_retries_its_dead_deliveries);
 async fn an_operators_token_pauses_a_destination_and_retries_its_dead_deliveries(backend: Backend) {
     let config =

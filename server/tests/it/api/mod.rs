@@ -53,6 +53,25 @@ pub async fn get(
     (status, content_type, body)
 }
 
+/// The answer to `POST path` with `token` and a JSON `body`: status and the body as JSON.
+pub async fn post(app: &TestApp, token: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
+    let response = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+    )
+}
+
 /// The archive id of the newest delivery of `source`.
 pub async fn newest(app: &TestApp, source: &str) -> i64 {
     scalar(

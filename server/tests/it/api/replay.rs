@@ -4,24 +4,6 @@
 
 use super::*;
 
-async fn post(app: &TestApp, token: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
-    let response = app
-        .client
-        .post(app.url(path))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
-    )
-}
-
 both_backends!(an_operators_token_replays_a_delivery_and_a_viewers_cannot);
 async fn an_operators_token_replays_a_delivery_and_a_viewers_cannot(backend: Backend) {
     let app = spawn_app(backend).await;

@@ -20,6 +20,20 @@ impl std::io::Write for CapturedLogs {
 }
 
 impl CapturedLogs {
+    /// Captures every event this thread logs, for as long as the guard lives.
+    fn start() -> (CapturedLogs, tracing::subscriber::DefaultGuard) {
+        let logs = CapturedLogs::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer({
+                let logs = logs.clone();
+                move || logs.clone()
+            })
+            .finish();
+        (logs, tracing::subscriber::set_default(subscriber))
+    }
+
     fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().expect("log buffer")).into_owned()
     }
@@ -53,16 +67,7 @@ fn secret_forms() -> Vec<String> {
 // subscriber set as this thread's default sees every event the server logs.
 #[tokio::test]
 async fn secrets_never_appear_in_logs_answers_or_the_archive() {
-    let logs = CapturedLogs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer({
-            let logs = logs.clone();
-            move || logs.clone()
-        })
-        .finish();
-    let _capture = tracing::subscriber::set_default(subscriber);
+    let (logs, _capture) = CapturedLogs::start();
     let app = spawn_app_with(Backend::Postgres, providers_config()).await;
 
     let mut answers = Vec::new();
@@ -135,16 +140,7 @@ const QUERY_TOKEN: &str = "q-token/with+odd=chars";
 // As above: the subscriber sees every event the server logs on this thread.
 #[tokio::test]
 async fn a_token_taken_from_the_query_is_never_logged_stored_or_shown() {
-    let logs = CapturedLogs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer({
-            let logs = logs.clone();
-            move || logs.clone()
-        })
-        .finish();
-    let _capture = tracing::subscriber::set_default(subscriber);
+    let (logs, _capture) = CapturedLogs::start();
     let config = "[[sources]]\nname = \"q\"\nscheme = \"token\"\ntoken_query = \"key\"\n\
                   secrets_env = [\"Q_TOKEN\"]\nmode = \"dedup\"\nevent_id = \"/id\"\n";
     let env = |name: &str| (name == "Q_TOKEN").then(|| QUERY_TOKEN.to_string());
