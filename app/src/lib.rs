@@ -96,6 +96,8 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/events/:id") view=pages::event::EventPage ssr=SsrMode::Async/>
                 <Route path=path!("/objects/:source/:object_id") view=pages::object::ObjectPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=pages::audit::AuditPage/>
+                // Operators only: a viewer gets 403 and says so, set by the data the page loads.
+                <Route path=path!("/tokens") view=pages::tokens::TokensPage ssr=SsrMode::Async/>
                 <Route path=path!("/rejected") view=pages::rejected::RejectedPage/>
                 <Route path=path!("/problems") view=pages::problems::ProblemsPage/>
                 <Route path=path!("/search") view=pages::search::SearchPage ssr=SsrMode::Async/>

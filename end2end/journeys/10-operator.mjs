@@ -2,7 +2,8 @@
 // send, so its deliveries fail; /problems shows them as two causes, not five rows. The operator
 // fixes the mapping, bulk-replays the source's failed deliveries: those the fix helps are
 // replayed and resolved (each links its replay), the others are left out and said so; the
-// overview's open-failure count goes down and the fixed cause leaves /problems.
+// overview's open-failure count goes down and the fixed cause leaves /problems. Then the operator
+// makes an API token for a support tool on /tokens, sees it once, and revokes it.
 
 export function sources(fixed) {
   return `
@@ -14,7 +15,7 @@ snapshot = "${fixed ? '/data' : '/snapshot'}"
 `;
 }
 
-export default function ({ test, assert, base, sendExpectingFailure, signIn, hydrated, fix, shots, ADMIN_PASSWORD }) {
+export default function ({ test, assert, base, sendExpectingFailure, signIn, hydrated, fix, shots, browser, ADMIN_PASSWORD }) {
   // The billing rows of /problems: class → count.
   async function billingGroups(page) {
     await page.goto(base + '/problems');
@@ -93,5 +94,61 @@ export default function ({ test, assert, base, sendExpectingFailure, signIn, hyd
     assert.equal(await openFailures(page), before - 3, 'the overview\'s open failures went down by three');
     assert.deepEqual(await billingGroups(page), { 'revision (/revision) must be a JSON integer': 2 }, 'the fixed cause is gone');
     await page.screenshot({ path: `${shots}problems-after-desktop.png`, fullPage: true });
+  });
+
+  test('an operator adds a viewer token, sees it once, then revokes it; /tokens fits a phone', async (page) => {
+    await signIn(page, 'admin', ADMIN_PASSWORD, '/tokens');
+    await hydrated(page);
+    await page.getByRole('heading', { name: 'API tokens' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('e2e-support-tool');
+    await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await page.getByRole('checkbox', { name: 'demo', exact: true }).check();
+    await page.getByTestId('add-token-submit').click();
+    const shown = page.getByTestId('new-token-secret');
+    await shown.waitFor();
+    const secret = await shown.innerText();
+    assert.match(secret, /^hbt_[A-Za-z0-9_-]{43}$/, secret);
+    assert.match(await page.getByTestId('new-token').innerText(), /will not be shown again/);
+    const row = page.locator('[data-testid="token-row"][data-name="e2e-support-tool"]');
+    await row.waitFor();
+    const api = (token) => fetch(base + '/api/v1/sources', { headers: { Authorization: `Bearer ${token}` } });
+    const sources = await (await api(secret)).json();
+    assert.deepEqual(sources.data.map((s) => s.name), ['demo'], 'the token sees its one source');
+    await page.screenshot({ path: `${shots}tokens-desktop.png`, fullPage: true });
+
+    // Reloaded: listed, its secret gone for good.
+    await page.reload();
+    await hydrated(page);
+    await row.waitFor();
+    assert.equal(await page.getByTestId('new-token').count(), 0, 'the secret is not shown again');
+    assert.ok(!(await page.content()).includes(secret.slice(4)), 'nor anywhere in the page');
+    const cells = await row.innerText();
+    assert.match(cells, /viewer/);
+    assert.match(cells, /demo/);
+    assert.equal(await row.getAttribute('data-state'), 'live');
+
+    // Revoked after the confirmation: the page says so and the API refuses it.
+    await row.getByTestId('revoke').click();
+    assert.match(await row.getByTestId('revoke-question').innerText(), /Revoke e2e-support-tool\?/);
+    await row.getByTestId('confirm-revoke').click();
+    await page.locator('[data-testid="token-row"][data-name="e2e-support-tool"][data-state="revoked"]').waitFor();
+    assert.match(await row.getByTestId('token-state').innerText(), /revoked/);
+    assert.equal(await row.getByTestId('revoke').count(), 0, 'a revoked token has no Revoke');
+    assert.equal((await api(secret)).status, 401);
+    await page.goto(base + '/audit?action=revoke_token');
+    assert.match(await page.getByTestId('audit-row').first().innerText(), /admin\s+revoke_token\s+e2e-support-tool/);
+
+    const phone = await browser().newContext({ viewport: { width: 390, height: 844 } });
+    try {
+      const small = await phone.newPage();
+      await signIn(small, 'admin', ADMIN_PASSWORD, '/tokens');
+      await small.getByTestId('tokens-table').waitFor();
+      await small.waitForLoadState('networkidle');
+      const [scroll, client] = await small.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+      assert.ok(scroll <= client, `/tokens: ${scroll} px wide on a ${client} px screen`);
+      await small.screenshot({ path: `${shots}tokens-phone.png`, fullPage: true });
+    } finally {
+      await phone.close();
+    }
   });
 }

@@ -70,6 +70,9 @@ struct Args {
     /// The target: p95 below this many milliseconds.
     #[arg(long, default_value_t = 50.0)]
     target_ms: f64,
+    /// An API token (viewer is enough): also time `GET /api/v1/events` and the object's reads.
+    #[arg(long, env = "DASHBOARD_BENCH_TOKEN")]
+    token: Option<String>,
     /// PostgreSQL (superuser) URL of hookbox's database: explain the cases that missed.
     #[arg(long)]
     database_url: Option<String>,
@@ -160,6 +163,79 @@ fn match_case(
     }
 }
 
+/// The API's reads that the dashboard's pages have too: `GET /api/v1/events` (first page, failed
+/// ones) and the object with the most revisions, its current revision and its history's first page.
+fn api_cases(args: &Args) -> Vec<Case> {
+    let object = format!(
+        "/api/v1/sources/{}/objects/{}",
+        args.object_source, args.object_id
+    );
+    let case =
+        |name, label: String, endpoint: String, query: Vec<(&'static str, String)>, check| {
+            Case {
+                name,
+                label,
+                // The cases live as long as the run: the few paths are leaked, not copied each call.
+                endpoint: Box::leak(endpoint.into_boxed_str()),
+                args: query,
+                check,
+                target_ms: None,
+                latencies_us: Vec::new(),
+            }
+        };
+    vec![
+        case(
+            "api_events",
+            "API: `GET /api/v1/events`, first page".into(),
+            "/api/v1/events".into(),
+            vec![("limit", PAGE_SIZE.to_string())],
+            api_page,
+        ),
+        case(
+            "api_events_failed",
+            "API: `GET /api/v1/events?status=failed`".into(),
+            "/api/v1/events".into(),
+            vec![
+                ("status", "failed".into()),
+                ("limit", PAGE_SIZE.to_string()),
+            ],
+            api_page,
+        ),
+        case(
+            "api_object",
+            format!("API: `GET {object}`"),
+            object.clone(),
+            vec![],
+            api_object,
+        ),
+        case(
+            "api_revisions",
+            format!("API: `GET {object}/revisions`, first page"),
+            format!("{object}/revisions"),
+            vec![("limit", PAGE_SIZE.to_string())],
+            api_page,
+        ),
+    ]
+}
+
+/// A full page of the API: 50 items and a next cursor.
+fn api_page(answer: &Value, _: &Case) -> anyhow::Result<()> {
+    let data = answer["data"].as_array().context("no data in the answer")?;
+    ensure!(
+        data.len() == PAGE_SIZE,
+        "{} items, expected {PAGE_SIZE}",
+        data.len()
+    );
+    ensure!(answer["next_cursor"].is_string(), "no next cursor");
+    Ok(())
+}
+
+fn api_object(answer: &Value, _: &Case) -> anyhow::Result<()> {
+    ensure!(answer["revision"].is_i64(), "the object has no revision");
+    ensure!(answer["snapshot"].is_object(), "the object has no snapshot");
+    Ok(())
+}
+
 fn some_rows(answer: &Value, _: &Case) -> anyhow::Result<()> {
     ensure!(!rows(answer)?.is_empty(), "no row");
     Ok(())
@@ -244,6 +320,7 @@ struct Dashboard {
     client: reqwest::Client,
     base: String,
     cookie: String,
+    token: Option<String>,
 }
 
 impl Dashboard {
@@ -275,6 +352,7 @@ impl Dashboard {
                 client,
                 base: base.to_string(),
                 cookie,
+                token: None,
             }),
             _ => bail!(
                 "sign-in failed: {status} {}",
@@ -283,15 +361,24 @@ impl Dashboard {
         }
     }
 
-    /// Calls a server function as the browser does (form arguments, JSON answer).
+    /// Calls a server function as the browser does (form arguments, JSON answer), or, for an
+    /// endpoint that is a path of `/api/v1`, GETs it with the API token (query arguments).
     async fn call(&self, endpoint: &str, args: &[(&str, String)]) -> anyhow::Result<Value> {
-        let response = self
-            .client
-            .post(format!("{}/api/{endpoint}", self.base))
-            .header("Cookie", &self.cookie)
-            .header("Accept", "application/json")
-            .header("Sec-Fetch-Site", "same-origin")
-            .form(args)
+        let request = match endpoint.starts_with("/api/v1/") {
+            true => self
+                .client
+                .get(format!("{}{endpoint}", self.base))
+                .bearer_auth(self.token.as_deref().context("no --token")?)
+                .query(args),
+            false => self
+                .client
+                .post(format!("{}/api/{endpoint}", self.base))
+                .header("Cookie", &self.cookie)
+                .header("Accept", "application/json")
+                .header("Sec-Fetch-Site", "same-origin")
+                .form(args),
+        };
+        let response = request
             .send()
             .await
             .with_context(|| format!("calling {endpoint}"))?;
@@ -378,7 +465,8 @@ async fn main() -> anyhow::Result<()> {
     ensure!(args.repetitions > 0, "--repetitions must be at least 1");
     ensure!(args.deep_page >= 2, "--deep-page must be at least 2");
     let base = args.url.trim_end_matches('/').to_string();
-    let dashboard = Dashboard::sign_in(&base, &args.user, &args.password).await?;
+    let mut dashboard = Dashboard::sign_in(&base, &args.user, &args.password).await?;
+    dashboard.token = args.token.clone();
     println!("dashboard_bench: signed in to {base} as {}", args.user);
 
     let walk_started = Instant::now();
@@ -524,6 +612,9 @@ async fn main() -> anyhow::Result<()> {
     if let Some(case) = cases.iter_mut().find(|c| c.name == "match_failed_customer") {
         case.args.push(("status", "failed".into()));
     }
+    if args.token.is_some() {
+        cases.extend(api_cases(&args));
+    }
 
     // What each case answered, checked once, outside the timing.
     let mut shapes = Vec::new();
@@ -532,6 +623,10 @@ async fn main() -> anyhow::Result<()> {
         (case.check)(&answer, case).with_context(|| format!("{}: wrong answer", case.name))?;
         shapes.push(match case.endpoint {
             "events" => format!("{} rows", answer["rows"].as_array().map_or(0, Vec::len)),
+            api if api.starts_with("/api/v1/") => match answer["data"].as_array() {
+                Some(data) => format!("{} items", data.len()),
+                None => format!("revision {}", answer["revision"]),
+            },
             "problems" => format!(
                 "{} problems, {} open failures",
                 answer["open_total"], answer["open_failures"]

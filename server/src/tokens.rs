@@ -57,11 +57,7 @@ pub async fn list(settings: &Settings) -> anyhow::Result<()> {
         )
     };
     for token in tokens::list_tokens(&db).await? {
-        let state = match (token.revoked_at, token.expires_at) {
-            (Some(_), _) => "revoked",
-            (None, Some(at)) if at <= chrono::Utc::now() => "expired",
-            _ => "live",
-        };
+        let state = token.state(chrono::Utc::now());
         println!(
             "{}\t{}\t{}\t{}\tcreated {}\texpires {}\tlast used {}",
             token.name,

@@ -39,6 +39,17 @@ pub struct ApiToken {
     pub last_used_at: Option<DateTime<Utc>>,
 }
 
+impl ApiToken {
+    /// `revoked`, `expired` (its expiry passed by `now`) or `live`.
+    pub fn state(&self, now: DateTime<Utc>) -> &'static str {
+        match (self.revoked_at, self.expires_at) {
+            (Some(_), _) => "revoked",
+            (None, Some(at)) if at <= now => "expired",
+            _ => "live",
+        }
+    }
+}
+
 /// Who calls the API: a live token's name, role and sources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {

@@ -12,7 +12,7 @@ pub mod query;
 pub mod zone;
 
 use crate::error::DashboardError;
-use crate::model::{Me, OutcomeKind, Status};
+use crate::model::{Me, OutcomeKind, Role, Status};
 use leptos::prelude::*;
 use leptos_router::components::A;
 
@@ -60,6 +60,13 @@ pub fn TopBar() -> impl IntoView {
                 <A href="/rejected">"Refused"</A>
                 <A href="/sources">"Sources"</A>
                 <A href="/audit">"Audit"</A>
+                // Operators only, once the signed-in user is known.
+                <Suspense fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        matches!(me.await, Ok(Some(Me { role: Role::Operator, .. })))
+                            .then(|| view! { <A href="/tokens">"Tokens"</A> })
+                    })}
+                </Suspense>
             </nav>
             <form class="top-search" method="GET" action="/search" role="search">
                 <label for="top-search-q" class="visually-hidden">"Search"</label>

@@ -9,7 +9,7 @@
 //! 14:02 UTC").
 
 use super::Db;
-use super::filter::Conditions;
+use super::conditions::{Conditions, QueryError};
 use crate::model::{AuditAction, AuditRow};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, TransactionTrait, Value};
@@ -29,14 +29,74 @@ struct AuditRecord {
 }
 
 /// The newest audit rows, with the counted sign-in failures among them (action `sign_in`,
-/// outcome `failed`, `throttled` or `busy`, a count in the detail), newest first.
+/// outcome `failed`, `throttled` or `busy`, a count in the detail), newest first: the audit
+/// page's first page.
 pub async fn audit_entries(
     db: &Db,
     action: Option<&str>,
     actor: Option<&str>,
 ) -> Result<Vec<AuditRow>, DbErr> {
+    match audit_page(db, action, actor, None, AUDIT_PAGE_ROWS).await {
+        Ok((rows, _)) => Ok(rows),
+        Err(QueryError::Db(e)) => Err(e),
+        // No cursor was given, and nothing else is refused.
+        Err(QueryError::BadFilter(_)) => Ok(Vec::new()),
+    }
+}
+
+/// Where a page of the audit log ends: after the audit row `(at, id)` (`a…`), or after every
+/// row of the minute `at` and later (`c…`). A page never ends inside one minute's counted
+/// sign-in failures, so the next page starts where this one stopped.
+enum AuditCursor {
+    AfterRow(DateTime<Utc>, i64),
+    AfterMinute(DateTime<Utc>),
+}
+
+impl AuditCursor {
+    fn parse(text: &str) -> Option<AuditCursor> {
+        let at = |nanos: &str| {
+            nanos
+                .parse::<i64>()
+                .ok()
+                .map(DateTime::from_timestamp_nanos)
+        };
+        if let Some(rest) = text.strip_prefix('a') {
+            let (nanos, id) = rest.split_once('.')?;
+            Some(AuditCursor::AfterRow(at(nanos)?, id.parse().ok()?))
+        } else {
+            Some(AuditCursor::AfterMinute(at(text.strip_prefix('c')?)?))
+        }
+    }
+
+    fn after(at: DateTime<Utc>, row: &AuditRow) -> String {
+        let nanos = at.timestamp_nanos_opt().unwrap_or_default();
+        if row.id > 0 {
+            format!("a{nanos}.{}", row.id)
+        } else {
+            format!("c{nanos}")
+        }
+    }
+}
+
+/// A page of at most `limit` audit rows (more only when one minute's counted sign-in failures
+/// are more), newest first, after `cursor`; and the cursor of the next page.
+pub async fn audit_page(
+    db: &Db,
+    action: Option<&str>,
+    actor: Option<&str>,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<AuditRow>, Option<String>), QueryError> {
     let action = action.filter(|a| !a.is_empty());
     let actor = actor.filter(|a| !a.is_empty());
+    let cursor = cursor
+        .filter(|c| !c.is_empty())
+        .map(|c| {
+            AuditCursor::parse(c).ok_or_else(|| {
+                QueryError::BadFilter(format!("cursor: {c:?} is not a cursor from a page"))
+            })
+        })
+        .transpose()?;
     let mut c = Conditions::new();
     if let Some(action) = action {
         c.push("action = ?", action.to_string());
@@ -44,9 +104,18 @@ pub async fn audit_entries(
     if let Some(actor) = actor {
         c.push("actor = ?", actor.to_string());
     }
+    match &cursor {
+        Some(AuditCursor::AfterRow(at, id)) => {
+            let (a, b, i) = (c.placeholder(*at), c.placeholder(*at), c.placeholder(*id));
+            c.push_built(format!("(at < {a} OR (at = {b} AND id < {i}))"));
+        }
+        Some(AuditCursor::AfterMinute(at)) => c.push("at < ?", *at),
+        None => {}
+    }
     let sql = format!(
-        "SELECT id, at, actor, action, target, outcome, detail FROM audit_log {} ORDER BY at DESC, id DESC LIMIT {AUDIT_PAGE_ROWS}",
-        c.clause()
+        "SELECT id, at, actor, action, target, outcome, detail FROM audit_log {} ORDER BY at DESC, id DESC LIMIT {}",
+        c.clause(),
+        limit + 1
     );
     let rows = db
         .conn
@@ -71,11 +140,39 @@ pub async fn audit_entries(
         })
         .collect::<Result<Vec<_>, DbErr>>()?;
     if action.is_none_or(|a| a == AuditAction::SignIn.as_str()) {
-        entries.extend(counted_sign_ins(db, actor).await?);
+        let up_to = match &cursor {
+            Some(AuditCursor::AfterRow(at, _)) => Some((*at, true)),
+            Some(AuditCursor::AfterMinute(at)) => Some((*at, false)),
+            None => None,
+        };
+        entries.extend(counted_sign_ins(db, actor, up_to, limit + 1).await?);
         entries.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.id.cmp(&a.1.id)));
-        entries.truncate(AUDIT_PAGE_ROWS);
     }
-    Ok(entries.into_iter().map(|(_, row)| row).collect())
+    if entries.len() <= limit {
+        return Ok((entries.into_iter().map(|(_, row)| row).collect(), None));
+    }
+    // Cut after `limit` rows, but never inside one minute's counted failures: those go whole
+    // to the next page (or whole on this one, when they alone fill it).
+    let mut keep = limit;
+    let (cut_at, cut_row) = (&entries[keep - 1], &entries[keep]);
+    if cut_row.1.id < 0 && cut_at.1.id < 0 && cut_at.0 == cut_row.0 {
+        let minute = cut_row.0;
+        let first = entries
+            .iter()
+            .position(|(at, row)| row.id < 0 && *at == minute)
+            .unwrap_or(keep);
+        keep = if first > 0 {
+            first
+        } else {
+            entries
+                .iter()
+                .rposition(|(at, row)| row.id < 0 && *at == minute)
+                .map_or(keep, |last| last + 1)
+        };
+    }
+    entries.truncate(keep);
+    let next = entries.last().map(|(at, row)| AuditCursor::after(*at, row));
+    Ok((entries.into_iter().map(|(_, row)| row).collect(), next))
 }
 
 #[derive(FromQueryResult)]
@@ -89,21 +186,30 @@ struct FailureRecord {
 }
 
 /// The newest `sign_in_failures` rows as audit rows (ids below 0: they are no `audit_log` row).
+/// `up_to`: the minutes at or before (`true`) or before (`false`) a time; `limit` minute rows.
 async fn counted_sign_ins(
     db: &Db,
     name: Option<&str>,
+    up_to: Option<(DateTime<Utc>, bool)>,
+    limit: usize,
 ) -> Result<Vec<(DateTime<Utc>, AuditRow)>, DbErr> {
-    let (condition, values) = match name {
-        Some(name) => ("WHERE name = $1", vec![name.into()]),
-        None => ("", vec![]),
-    };
+    let mut c = Conditions::new();
+    if let Some(name) = name {
+        c.push("name = ?", name.to_string());
+    }
+    match up_to {
+        Some((at, true)) => c.push("minute <= ?", at),
+        Some((at, false)) => c.push("minute < ?", at),
+        None => {}
+    }
     let sql = format!(
-        "SELECT client, name, minute, failed, throttled, busy FROM sign_in_failures {condition}
-         ORDER BY minute DESC LIMIT {AUDIT_PAGE_ROWS}"
+        "SELECT client, name, minute, failed, throttled, busy FROM sign_in_failures {}
+         ORDER BY minute DESC, client, name LIMIT {limit}",
+        c.clause()
     );
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, values))
+        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
         .await?;
     let mut entries = Vec::new();
     for row in &rows {

@@ -157,15 +157,20 @@ fn conditions(filter: &RejectedFilter) -> Result<Conditions, QueryError> {
     Ok(c)
 }
 
-/// The newest rows matching `filter`, [`PAGE_SIZE`] a page, older pages by `before`.
-pub async fn list(db: &Db, filter: &RejectedFilter) -> Result<RejectedPage, QueryError> {
+/// The newest rows matching `filter`, `limit` a page (the page shows [`PAGE_SIZE`]), older
+/// pages by `before`.
+pub async fn list(
+    db: &Db,
+    filter: &RejectedFilter,
+    limit: usize,
+) -> Result<RejectedPage, QueryError> {
     let c = conditions(filter)?;
     let sql = format!(
         "SELECT id, received_at, bucket, source, reason, cause, client_address, request_id,
                 headers, body_bytes, body_sha256
          FROM rejected_requests {} ORDER BY id DESC LIMIT {}",
         c.clause(),
-        PAGE_SIZE + 1
+        limit + 1
     );
     let found = db
         .conn
@@ -190,8 +195,8 @@ pub async fn list(db: &Db, filter: &RejectedFilter) -> Result<RejectedPage, Quer
             })
         })
         .collect::<Result<Vec<_>, DbErr>>()?;
-    let next_before = (rows.len() > PAGE_SIZE).then(|| {
-        rows.truncate(PAGE_SIZE);
+    let next_before = (rows.len() > limit).then(|| {
+        rows.truncate(limit);
         rows.last().map(|r| r.id)
     });
     Ok(RejectedPage {

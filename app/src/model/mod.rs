@@ -102,6 +102,20 @@ macro_rules! vocabulary {
                 f.write_str(self.as_str())
             }
         }
+
+        /// The API document's schema: a string, one of the spellings.
+        #[cfg(feature = "ssr")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text),+]))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "ssr")]
+        impl utoipa::ToSchema for $name {}
     };
 }
 
@@ -358,6 +372,7 @@ pub struct BulkReplayResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AuditRow {
     pub id: i64,
     pub at: String,
@@ -423,6 +438,7 @@ pub struct RejectedFilter {
 
 /// One refused request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct RejectedRow {
     pub id: i64,
     /// RFC 3339, UTC.
@@ -437,6 +453,7 @@ pub struct RejectedRow {
     pub client_address: String,
     pub request_id: Option<String>,
     /// Credentials and signatures redacted.
+    #[cfg_attr(feature = "ssr", schema(value_type = Vec<Vec<String>>))]
     pub headers: Vec<(String, String)>,
     pub body_bytes: Option<i64>,
     pub body_sha256: Option<String>,
@@ -470,6 +487,7 @@ pub struct VerifyRun {
 
 /// A destination as `/destinations` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct DestinationSummary {
     pub name: String,
     /// The URL with any credentials in it redacted; `None` when the destination has rows but is
@@ -516,6 +534,7 @@ vocabulary! {
 
 /// One attempt of a forward delivery.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ForwardAttemptRow {
     pub attempt: i32,
     pub started_at: String,
@@ -527,6 +546,7 @@ pub struct ForwardAttemptRow {
 
 /// One forward delivery with its attempts (oldest first).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ForwardRow {
     pub id: i64,
     pub destination: String,

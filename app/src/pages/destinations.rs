@@ -74,10 +74,15 @@ pub async fn get_destination(
     let user = guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
     let summary = summary_of(&db, &name).await?;
-    let (rows, next_cursor) =
-        crate::db::destinations::deliveries(&db, &name, &filter, cursor.as_deref())
-            .await
-            .map_err(guard::query_failed)?;
+    let (rows, next_cursor) = crate::db::destinations::deliveries(
+        &db,
+        &name,
+        &filter,
+        cursor.as_deref(),
+        crate::db::destinations::PAGE_SIZE,
+    )
+    .await
+    .map_err(guard::query_failed)?;
     Ok(DestinationPage {
         summary,
         rows,

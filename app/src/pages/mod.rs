@@ -11,6 +11,7 @@ pub mod problems;
 pub mod rejected;
 pub mod search;
 pub mod sources;
+pub mod tokens;
 
 use leptos::prelude::*;
 

@@ -2,22 +2,20 @@
 //! own function ([`app::ingest::replay::replay_filter`]), guarded by the count: a replay that
 //! would replay another number than `expected_count` writes nothing and is a 409 with the count.
 
-use super::{answer, caller, params};
+use super::ApiError;
+use super::extract::{Body, NoParams, Operator, Query};
 use crate::AppState;
-use crate::api::problem::ApiError;
-use crate::request_id::RequestId;
 use app::ingest::replay::{Bulk, FilterReplayError, ReplayError, replay_filter};
-use app::model::{EventFilter, Role};
-use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
-use axum::http::HeaderMap;
-use axum::response::Response;
+use app::model::EventFilter;
+use axum::Json;
+use axum::extract::State;
+use std::collections::BTreeMap;
 
-/// The request: the filter of `GET /api/v1/events` (its status aside: failed deliveries are
-/// replayed), with the count a dry run answered.
-#[derive(serde::Deserialize)]
+/// The filter of `GET /api/v1/events` (its status aside: failed deliveries are replayed), with
+/// the count a dry run answered.
+#[derive(serde::Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct BulkRequest {
+pub struct BulkRequest {
     source: Option<String>,
     outcome: Option<String>,
     #[serde(rename = "type")]
@@ -28,89 +26,122 @@ struct BulkRequest {
     to: Option<String>,
     #[serde(rename = "match")]
     matching: Option<String>,
+    /// Count what would be replayed; replay nothing.
     #[serde(default)]
     dry_run: bool,
+    /// Required to replay: the `count` a dry run answered. When the filter matches another
+    /// number now, nothing is replayed and the answer is 409 with `actual_count`.
+    #[schema(minimum = 0)]
     expected_count: Option<usize>,
 }
 
+/// What a bulk replay skipped, by reason.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct BulkSkipped {
+    /// Rows that are replays themselves.
+    pub replays: usize,
+    /// Failures a replay already resolved.
+    pub resolved: usize,
+    /// Rows that would fail as they did.
+    pub same_failure: usize,
+    /// Rows of a source no longer configured.
+    pub unknown_source: usize,
+}
+
+/// What the bulk replay did, or would do.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "matched": 14, "count": 12, "dry_run": true,
+    "outcomes": {"applied": 11, "stale": 1},
+    "skipped": {"replays": 0, "resolved": 2, "same_failure": 0, "unknown_source": 0}
+}))]
+pub struct BulkAnswer {
+    /// Failed deliveries the filter matched.
+    pub matched: usize,
+    /// Those replayed (or, on a dry run, that would be): confirm it as `expected_count`.
+    pub count: usize,
+    pub dry_run: bool,
+    /// The replays' outcomes, by outcome.
+    pub outcomes: BTreeMap<String, usize>,
+    pub skipped: BulkSkipped,
+}
+
+/// The failed deliveries of a filter replayed, guarded by their count.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/replay",
+    tag = "events",
+    request_body = BulkRequest,
+    responses(
+        (status = 200, description = "Replayed (or, on a dry run, what would be)", body = BulkAnswer),
+        (status = 409, description = "The count changed: nothing was replayed; `actual_count` says how many match now", body = super::problem::Problem, content_type = "application/problem+json"),
+    )
+)]
 pub(super) async fn replay(
     State(state): State<AppState>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let result = async {
-        params(query.as_deref(), &[])?;
-        let caller = caller(&state, &headers, Role::Operator).await?;
-        let request: BulkRequest = serde_json::from_slice(&body)
-            .map_err(|e| ApiError::BadRequest(format!("the body: {e}")))?;
-        let mode = match (request.dry_run, request.expected_count) {
-            (true, _) => Bulk::DryRun,
-            (false, Some(expected)) => Bulk::Confirmed { expected },
-            (false, None) => {
-                return Err(ApiError::BadRequest(
-                    "expected_count: required to replay (the count a dry run answered)".into(),
-                ));
-            }
-        };
-        let filter = EventFilter {
-            source: request.source,
-            outcome: request.outcome,
-            event_type: request.event_type,
-            object_id: request.object_id,
-            event_id: request.event_id,
-            from: request.from,
-            to: request.to,
-            r#match: request.matching,
-            tz: Some("UTC".into()),
-            visible_sources: caller.sources.clone(),
-            ..EventFilter::default()
-        };
-        let (matched, done) = replay_filter(&state.db, &state.config, &filter, &caller.name, mode)
-            .await
-            .map_err(|e| match e {
-                FilterReplayError::Query(app::db::conditions::QueryError::BadFilter(why)) => {
-                    ApiError::BadRequest(why)
-                }
-                FilterReplayError::Query(app::db::conditions::QueryError::Db(e)) => {
-                    ApiError::from(e)
-                }
-                FilterReplayError::TooMany => ApiError::BadRequest(format!(
-                    "more than {} failed deliveries match; narrow the filter",
-                    app::model::BULK_REPLAY_LIMIT
-                )),
-                FilterReplayError::Replay(ReplayError::CountChanged { expected, now }) => {
-                    ApiError::CountChanged {
-                        expected,
-                        actual: now,
-                    }
-                }
-                FilterReplayError::Replay(ReplayError::Db(e)) => ApiError::from(e),
-                FilterReplayError::Replay(other) => ApiError::BadRequest(other.to_string()),
-            })?;
-        if !request.dry_run {
-            state.forward_wake.notify_one();
+    Query(NoParams {}): Query<NoParams>,
+    Operator(caller): Operator,
+    Body(request): Body<BulkRequest>,
+) -> Result<Json<BulkAnswer>, ApiError> {
+    let mode = match (request.dry_run, request.expected_count) {
+        (true, _) => Bulk::DryRun,
+        (false, Some(expected)) => Bulk::Confirmed { expected },
+        (false, None) => {
+            return Err(ApiError::BadRequest(
+                "expected_count: required to replay (the count a dry run answered)".into(),
+            ));
         }
-        let outcomes: serde_json::Map<String, serde_json::Value> = done
+    };
+    let filter = EventFilter {
+        source: request.source,
+        outcome: request.outcome,
+        event_type: request.event_type,
+        object_id: request.object_id,
+        event_id: request.event_id,
+        from: request.from,
+        to: request.to,
+        r#match: request.matching,
+        tz: Some("UTC".into()),
+        visible_sources: caller.sources.clone(),
+        ..EventFilter::default()
+    };
+    let (matched, done) = replay_filter(&state.db, &state.config, &filter, &caller.name, mode)
+        .await
+        .map_err(|e| match e {
+            FilterReplayError::Query(app::db::conditions::QueryError::BadFilter(why)) => {
+                ApiError::BadRequest(why)
+            }
+            FilterReplayError::Query(app::db::conditions::QueryError::Db(e)) => ApiError::from(e),
+            FilterReplayError::TooMany => ApiError::BadRequest(format!(
+                "more than {} failed deliveries match; narrow the filter",
+                app::model::BULK_REPLAY_LIMIT
+            )),
+            FilterReplayError::Replay(ReplayError::CountChanged { expected, now }) => {
+                ApiError::CountChanged {
+                    expected,
+                    actual: now,
+                }
+            }
+            FilterReplayError::Replay(ReplayError::Db(e)) => ApiError::from(e),
+            FilterReplayError::Replay(other) => ApiError::BadRequest(other.to_string()),
+        })?;
+    if !request.dry_run {
+        state.forward_wake.notify_one();
+    }
+    Ok(Json(BulkAnswer {
+        matched,
+        count: done.outcomes.len(),
+        dry_run: request.dry_run,
+        outcomes: done
             .breakdown()
             .into_iter()
-            .map(|(name, n)| (name.to_string(), n.into()))
-            .collect();
-        Ok(serde_json::json!({
-            "matched": matched,
-            "count": done.outcomes.len(),
-            "dry_run": request.dry_run,
-            "outcomes": outcomes,
-            "skipped": {
-                "replays": done.skipped.replays,
-                "resolved": done.skipped.resolved,
-                "same_failure": done.skipped.same_failure,
-                "unknown_source": done.skipped.unknown_source,
-            },
-        })
-        .to_string())
-    }
-    .await;
-    answer(result, &request_id)
+            .map(|(name, n)| (name.to_string(), n))
+            .collect(),
+        skipped: BulkSkipped {
+            replays: done.skipped.replays,
+            resolved: done.skipped.resolved,
+            same_failure: done.skipped.same_failure,
+            unknown_source: done.skipped.unknown_source,
+        },
+    }))
 }

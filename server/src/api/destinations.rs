@@ -5,18 +5,16 @@
 //! token's name. A destination carries the deliveries of every source, so these are for tokens
 //! of every source: a token limited to some gets 404.
 
-use super::{answer, caller, params};
+use super::ApiError;
+use super::doc::page;
+use super::extract::{ApiPath, Body, NoParams, Operator, Query, Viewer, limit};
 use crate::AppState;
-use crate::api::problem::ApiError;
-use crate::request_id::RequestId;
 use app::auth::tokens::Caller;
 use app::db::conditions::QueryError;
 use app::db::destinations::{self, Actor, RetryError};
-use app::model::{ForwardFilter, Role};
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::HeaderMap;
-use axum::response::Response;
+use app::model::{DestinationSummary, ForwardFilter, ForwardRow};
+use axum::Json;
+use axum::extract::State;
 
 /// Who acts, for the audit log: the token, from the API.
 fn actor(caller: &Caller) -> Actor<'_> {
@@ -26,16 +24,16 @@ fn actor(caller: &Caller) -> Actor<'_> {
     }
 }
 
-/// The caller, when its token covers every source (else the destinations do not exist for it).
-async fn unlimited(state: &AppState, headers: &HeaderMap, role: Role) -> Result<Caller, ApiError> {
-    let caller = caller(state, headers, role).await?;
+/// A destination carries every source's deliveries: it does not exist for a token limited to
+/// some.
+fn of_every_source(caller: &Caller) -> Result<(), ApiError> {
     if caller.sources.is_some() {
         return Err(ApiError::NotFound(
             "destinations carry every source's deliveries: they are for tokens of every source"
                 .into(),
         ));
     }
-    Ok(caller)
+    Ok(())
 }
 
 /// The configured destinations, as `(name, URL with credentials redacted)`.
@@ -55,197 +53,279 @@ fn query_error(e: QueryError) -> ApiError {
     }
 }
 
+fn retry_error(e: RetryError) -> ApiError {
+    match e {
+        RetryError::Refused(why) => ApiError::Conflict(why),
+        RetryError::Query(e) => query_error(e),
+    }
+}
+
+page!(
+    /// The destinations (one page: there are no more).
+    DestinationPage of DestinationSummary
+);
+
+/// The destinations, with their backlogs, as `/destinations` shows them.
+#[utoipa::path(
+    get,
+    path = "/api/v1/destinations",
+    tag = "destinations",
+    responses((status = 200, description = "The destinations", body = DestinationPage))
+)]
 pub(super) async fn list(
     State(state): State<AppState>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let result = async {
-        params(query.as_deref(), &[])?;
-        unlimited(&state, &headers, Role::Viewer).await?;
-        let list = destinations::summaries(&state.db, &configured(&state)).await?;
-        let data = serde_json::to_value(list).map_err(|_| ApiError::Unavailable)?;
-        Ok(serde_json::json!({ "data": data, "next_cursor": null }).to_string())
-    }
-    .await;
-    answer(result, &request_id)
+    Query(NoParams {}): Query<NoParams>,
+    Viewer(caller): Viewer,
+) -> Result<Json<DestinationPage>, ApiError> {
+    of_every_source(&caller)?;
+    let data = destinations::summaries(&state.db, &configured(&state)).await?;
+    Ok(Json(DestinationPage {
+        data,
+        next_cursor: None,
+    }))
 }
 
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeliveriesQuery {
+    /// `pending`, `delivered`, `superseded` or `dead`.
+    status: Option<String>,
+    /// A configured source.
+    source: Option<String>,
+    /// An event id or object id.
+    q: Option<String>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+    /// Rows of the page, 1 to 500 (50 when not given).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    limit: Option<String>,
+}
+
+page!(
+    /// Forward deliveries, newest first, each with its attempts.
+    DeliveryPage of ForwardRow
+);
+
+/// Rows of a page when `limit` is not given, and at most.
+
+/// A destination's deliveries, newest first, as its page lists them.
+#[utoipa::path(
+    get,
+    path = "/api/v1/destinations/{name}/deliveries",
+    tag = "destinations",
+    params(("name" = String, Path, description = "A destination"), DeliveriesQuery),
+    responses((status = 200, description = "A page of deliveries", body = DeliveryPage))
+)]
 pub(super) async fn deliveries(
     State(state): State<AppState>,
-    Path(name): Path<String>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let result = async {
-        let given = params(query.as_deref(), &["status", "source", "q", "cursor"])?;
-        unlimited(&state, &headers, Role::Viewer).await?;
-        let filter = ForwardFilter {
-            status: given.get("status"),
-            source: given.get("source"),
-            q: given.get("q"),
-        };
-        let (rows, next) =
-            destinations::deliveries(&state.db, &name, &filter, given.get("cursor").as_deref())
-                .await
-                .map_err(query_error)?;
-        let data = serde_json::to_value(rows).map_err(|_| ApiError::Unavailable)?;
-        Ok(serde_json::json!({ "data": data, "next_cursor": next }).to_string())
-    }
-    .await;
-    answer(result, &request_id)
+    ApiPath(name): ApiPath<String>,
+    Query(query): Query<DeliveriesQuery>,
+    Viewer(caller): Viewer,
+) -> Result<Json<DeliveryPage>, ApiError> {
+    of_every_source(&caller)?;
+    let limit = limit(query.limit.as_deref())?;
+    let filter = ForwardFilter {
+        status: query.status,
+        source: query.source,
+        q: query.q,
+    };
+    let (data, next_cursor) =
+        destinations::deliveries(&state.db, &name, &filter, query.cursor.as_deref(), limit)
+            .await
+            .map_err(query_error)?;
+    Ok(Json(DeliveryPage { data, next_cursor }))
 }
 
+/// What a retry did.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Retried {
+    /// Deliveries set to be sent again.
+    pub retried: u32,
+}
+
+/// One dead delivery sent again, as its page's retry does it.
+#[utoipa::path(
+    post,
+    path = "/api/v1/destinations/{name}/deliveries/{id}/retry",
+    tag = "destinations",
+    params(
+        ("name" = String, Path, description = "A destination"),
+        ("id" = i64, Path, description = "The forward delivery's id"),
+    ),
+    responses(
+        (status = 200, description = "It is pending again", body = Retried),
+        (status = 409, description = "It is not dead: nothing was done", body = super::problem::Problem, content_type = "application/problem+json"),
+    )
+)]
 pub(super) async fn retry_one(
     State(state): State<AppState>,
-    Path((name, id)): Path<(String, String)>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let result = async {
-        params(query.as_deref(), &[])?;
-        let caller = unlimited(&state, &headers, Role::Operator).await?;
-        let id: i64 = id
-            .parse()
-            .map_err(|_| ApiError::NotFound(format!("there is no forward delivery {id}")))?;
-        destinations::retry_one(&state.db, &name, id, &actor(&caller))
-            .await
-            .map_err(|e| match e {
-                RetryError::Refused(why) => ApiError::Conflict(why),
-                RetryError::Query(e) => query_error(e),
-            })?;
-        state.forward_wake.notify_one();
-        Ok(serde_json::json!({ "retried": 1 }).to_string())
-    }
-    .await;
-    answer(result, &request_id)
+    ApiPath((name, id)): ApiPath<(String, String)>,
+    Query(NoParams {}): Query<NoParams>,
+    Operator(caller): Operator,
+) -> Result<Json<Retried>, ApiError> {
+    of_every_source(&caller)?;
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::NotFound(format!("there is no forward delivery {id}")))?;
+    destinations::retry_one(&state.db, &name, id, &actor(&caller))
+        .await
+        .map_err(retry_error)?;
+    state.forward_wake.notify_one();
+    Ok(Json(Retried { retried: 1 }))
 }
 
-/// `{"status"?, "source"?, "q"?, "dry_run"?, "expected_count"?}`.
-#[derive(serde::Deserialize)]
+/// The dead deliveries of a filter, and the count a dry run answered.
+#[derive(serde::Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RetryRequest {
+pub struct RetryRequest {
+    /// A configured source.
     source: Option<String>,
+    /// An event id or object id.
     q: Option<String>,
+    /// Count what would be retried; retry nothing.
     #[serde(default)]
     dry_run: bool,
-    expected_count: Option<i64>,
+    /// Required to retry: the `count` a dry run answered (409 with `actual_count` otherwise).
+    #[schema(minimum = 0)]
+    expected_count: Option<u64>,
 }
 
+/// What the retry of dead deliveries did, or would do.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"count": 31, "dry_run": true, "retried": false}))]
+pub struct RetryAnswer {
+    /// Dead deliveries the filter matches: confirm it as `expected_count`.
+    pub count: i64,
+    pub dry_run: bool,
+    /// Whether they were set to be sent again.
+    pub retried: bool,
+}
+
+/// Every dead delivery of a filter sent again, guarded by their count.
+#[utoipa::path(
+    post,
+    path = "/api/v1/destinations/{name}/retry",
+    tag = "destinations",
+    params(("name" = String, Path, description = "A destination")),
+    request_body = RetryRequest,
+    responses(
+        (status = 200, description = "Retried (or, on a dry run, how many would be)", body = RetryAnswer),
+        (status = 409, description = "The count changed: nothing was done; `actual_count` says how many match now", body = super::problem::Problem, content_type = "application/problem+json"),
+    )
+)]
 pub(super) async fn retry_dead(
     State(state): State<AppState>,
-    Path(name): Path<String>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let result = async {
-        params(query.as_deref(), &[])?;
-        let caller = unlimited(&state, &headers, Role::Operator).await?;
-        let request: RetryRequest = serde_json::from_slice(&body)
-            .map_err(|e| ApiError::BadRequest(format!("the body: {e}")))?;
-        let filter = ForwardFilter {
-            status: None,
-            source: request.source,
-            q: request.q,
-        };
-        let confirmation = match (request.dry_run, request.expected_count) {
-            (true, _) => None,
-            (false, Some(n)) => Some(format!("retry {n}")),
-            (false, None) => {
-                return Err(ApiError::BadRequest(
-                    "expected_count: required to retry (the count a dry run answered)".into(),
-                ));
-            }
-        };
-        let done = destinations::retry_dead(
-            &state.db,
-            &name,
-            &filter,
-            confirmation.as_deref(),
-            &actor(&caller),
-        )
-        .await;
-        let (count, retried) = match done {
-            Ok(done) => done,
-            Err(RetryError::Refused(_)) => {
-                // The count changed: say what it is now, nothing was done.
-                let (actual, _) =
-                    destinations::retry_dead(&state.db, &name, &filter, None, &actor(&caller))
-                        .await
-                        .map_err(|e| match e {
-                            RetryError::Refused(why) => ApiError::Conflict(why),
-                            RetryError::Query(e) => query_error(e),
-                        })?;
-                return Err(ApiError::CountChanged {
-                    expected: usize::try_from(request.expected_count.unwrap_or(0)).unwrap_or(0),
-                    actual: usize::try_from(actual).unwrap_or(0),
-                });
-            }
-            Err(RetryError::Query(e)) => return Err(query_error(e)),
-        };
-        if retried {
-            state.forward_wake.notify_one();
+    ApiPath(name): ApiPath<String>,
+    Query(NoParams {}): Query<NoParams>,
+    Operator(caller): Operator,
+    Body(request): Body<RetryRequest>,
+) -> Result<Json<RetryAnswer>, ApiError> {
+    of_every_source(&caller)?;
+    let filter = ForwardFilter {
+        status: None,
+        source: request.source,
+        q: request.q,
+    };
+    let confirmation = match (request.dry_run, request.expected_count) {
+        (true, _) => None,
+        (false, Some(n)) => Some(format!("retry {n}")),
+        (false, None) => {
+            return Err(ApiError::BadRequest(
+                "expected_count: required to retry (the count a dry run answered)".into(),
+            ));
         }
-        Ok(serde_json::json!({
-            "count": count,
-            "dry_run": request.dry_run,
-            "retried": retried,
-        })
-        .to_string())
-    }
+    };
+    let done = destinations::retry_dead(
+        &state.db,
+        &name,
+        &filter,
+        confirmation.as_deref(),
+        &actor(&caller),
+    )
     .await;
-    answer(result, &request_id)
+    let (count, retried) = match done {
+        Ok(done) => done,
+        Err(RetryError::Refused(_)) => {
+            // The count changed: say what it is now, nothing was done.
+            let (actual, _) =
+                destinations::retry_dead(&state.db, &name, &filter, None, &actor(&caller))
+                    .await
+                    .map_err(retry_error)?;
+            return Err(ApiError::CountChanged {
+                expected: usize::try_from(request.expected_count.unwrap_or(0)).unwrap_or(0),
+                actual: usize::try_from(actual).unwrap_or(0),
+            });
+        }
+        Err(RetryError::Query(e)) => return Err(query_error(e)),
+    };
+    if retried {
+        state.forward_wake.notify_one();
+    }
+    Ok(Json(RetryAnswer {
+        count,
+        dry_run: request.dry_run,
+        retried,
+    }))
+}
+
+/// Whether the destination is paused now, and whether this call changed it.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Paused {
+    pub paused: bool,
+    pub changed: bool,
 }
 
 /// `POST …/pause` and `…/resume`.
 async fn set_paused(
-    state: AppState,
-    name: String,
-    request_id: RequestId,
-    query: Option<String>,
-    headers: HeaderMap,
+    state: &AppState,
+    name: &str,
+    caller: &Caller,
     paused: bool,
-) -> Response {
-    let result = async {
-        params(query.as_deref(), &[])?;
-        let caller = unlimited(&state, &headers, Role::Operator).await?;
-        let known = configured(&state).iter().any(|(n, _)| *n == name);
-        if !known {
-            return Err(ApiError::NotFound(format!(
-                "no destination named {name:?} is configured"
-            )));
-        }
-        let changed = destinations::set_paused(&state.db, &name, paused, &actor(&caller)).await?;
-        if !paused {
-            state.forward_wake.notify_one();
-        }
-        Ok(serde_json::json!({ "paused": paused, "changed": changed }).to_string())
+) -> Result<Json<Paused>, ApiError> {
+    of_every_source(caller)?;
+    if !configured(state).iter().any(|(n, _)| n == name) {
+        return Err(ApiError::NotFound(format!(
+            "no destination named {name:?} is configured"
+        )));
     }
-    .await;
-    answer(result, &request_id)
+    let changed = destinations::set_paused(&state.db, name, paused, &actor(caller)).await?;
+    if !paused {
+        state.forward_wake.notify_one();
+    }
+    Ok(Json(Paused { paused, changed }))
 }
 
+/// Pauses a destination: nothing is sent to it until it is resumed.
+#[utoipa::path(
+    post,
+    path = "/api/v1/destinations/{name}/pause",
+    tag = "destinations",
+    params(("name" = String, Path, description = "A configured destination")),
+    responses((status = 200, description = "It is paused", body = Paused))
+)]
 pub(super) async fn pause(
     State(state): State<AppState>,
-    Path(name): Path<String>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    set_paused(state, name, request_id, query, headers, true).await
+    ApiPath(name): ApiPath<String>,
+    Query(NoParams {}): Query<NoParams>,
+    Operator(caller): Operator,
+) -> Result<Json<Paused>, ApiError> {
+    set_paused(&state, &name, &caller, true).await
 }
 
+/// Resumes a paused destination.
+#[utoipa::path(
+    post,
+    path = "/api/v1/destinations/{name}/resume",
+    tag = "destinations",
+    params(("name" = String, Path, description = "A configured destination")),
+    responses((status = 200, description = "It is sending again", body = Paused))
+)]
 pub(super) async fn resume(
     State(state): State<AppState>,
-    Path(name): Path<String>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    set_paused(state, name, request_id, query, headers, false).await
+    ApiPath(name): ApiPath<String>,
+    Query(NoParams {}): Query<NoParams>,
+    Operator(caller): Operator,
+) -> Result<Json<Paused>, ApiError> {
+    set_paused(&state, &name, &caller, false).await
 }

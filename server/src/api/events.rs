@@ -1,78 +1,101 @@
 //! `GET /api/v1/events`: the archive by the `/events` page's filters, cursor-paged, through the
 //! page's own function ([`app::db::events::find_events`]), limited to the token's sources.
 
-use super::{answer, caller, params};
+use super::doc::page;
+use super::extract::{Query, Viewer, limit};
+use super::{ApiError, Event};
 use crate::AppState;
-use crate::api::problem::ApiError;
-use crate::request_id::RequestId;
 use app::db::search::SearchError;
-use app::model::{EventFilter, Role};
-use axum::extract::{RawQuery, State};
-use axum::http::HeaderMap;
-use axum::response::Response;
+use app::model::EventFilter;
+use axum::Json;
+use axum::extract::State;
 
-/// The filters and paging `GET /api/v1/events` takes.
-const KNOWN: &[&str] = &[
-    "source",
-    "status",
-    "outcome",
-    "type",
-    "object_id",
-    "event_id",
-    "from",
-    "to",
-    "match",
-    "cursor",
-    "limit",
-];
+/// The filters and paging `GET /api/v1/events` takes: the `/events` page's own.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// A configured source.
+    source: Option<String>,
+    /// `processed`, `skipped` or `failed`.
+    status: Option<String>,
+    /// An outcome (`applied`, `stale`, `duplicate`, `reused_event_id`, …).
+    outcome: Option<String>,
+    /// The event's type, exactly.
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+    /// The object's id, exactly.
+    object_id: Option<String>,
+    /// The sender's event id, exactly.
+    event_id: Option<String>,
+    /// From this date (`2026-12-01`) or RFC 3339 time, inclusive.
+    from: Option<String>,
+    /// To this date (the whole day counts) or RFC 3339 time, exclusive.
+    to: Option<String>,
+    /// Text the body holds (a bounded search: 429 when one runs for the token already).
+    #[serde(rename = "match")]
+    matching: Option<String>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+    /// Rows of the page, 1 to 500 (100 when not given).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    limit: Option<String>,
+}
+
+page!(
+    /// Archived deliveries, newest first.
+    EventPage of Event
+);
 
 /// Rows of a page when `limit` is not given.
-const DEFAULT_LIMIT: usize = 100;
 
+/// The archive by the `/events` page's filters, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events",
+    tag = "events",
+    params(EventsQuery),
+    responses((status = 200, description = "A page of deliveries", body = EventPage))
+)]
 pub(super) async fn list(
     State(state): State<AppState>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let result = async {
-        let given = params(query.as_deref(), KNOWN)?;
-        let caller = caller(&state, &headers, Role::Viewer).await?;
-        let limit = given.limit(DEFAULT_LIMIT, app::db::events::MAX_PAGE_SIZE)?;
-        let filter = EventFilter {
-            source: given.get("source"),
-            status: given.get("status"),
-            outcome: given.get("outcome"),
-            event_type: given.get("type"),
-            object_id: given.get("object_id"),
-            event_id: given.get("event_id"),
-            from: given.get("from"),
-            to: given.get("to"),
-            r#match: given.get("match"),
-            tz: Some("UTC".into()),
-            visible_sources: caller.sources.clone(),
-            ..EventFilter::default()
-        };
-        let page = app::db::events::find_events(
-            &state.db,
-            &filter,
-            given.get("cursor").as_deref(),
-            limit,
-            &format!("token {}", caller.name),
-            std::time::Duration::from_secs(state.config.server.request_timeout_secs),
-        )
-        .await
-        .map_err(|e| match e {
-            SearchError::Query(app::db::conditions::QueryError::BadFilter(why)) => {
-                ApiError::BadRequest(why)
-            }
-            SearchError::Query(app::db::conditions::QueryError::Db(e)) => ApiError::from(e),
-            SearchError::Busy(why) => ApiError::Busy(why),
-            timed_out @ SearchError::TimedOut(_) => ApiError::TimedOut(timed_out.to_string()),
-        })?;
-        let data: Vec<serde_json::Value> = page.rows.iter().map(super::event_json).collect();
-        Ok(serde_json::json!({ "data": data, "next_cursor": page.next_cursor }).to_string())
-    }
-    .await;
-    answer(result, &request_id)
+    Query(query): Query<EventsQuery>,
+    Viewer(caller): Viewer,
+) -> Result<Json<EventPage>, ApiError> {
+    let limit = limit(query.limit.as_deref())?;
+    let filter = EventFilter {
+        source: query.source,
+        status: query.status,
+        outcome: query.outcome,
+        event_type: query.event_type,
+        object_id: query.object_id,
+        event_id: query.event_id,
+        from: query.from,
+        to: query.to,
+        r#match: query.matching,
+        tz: Some("UTC".into()),
+        visible_sources: caller.sources.clone(),
+        ..EventFilter::default()
+    };
+    let page = app::db::events::find_events(
+        &state.db,
+        &filter,
+        query.cursor.as_deref(),
+        limit,
+        &format!("token {}", caller.name),
+        std::time::Duration::from_secs(state.config.server.request_timeout_secs),
+    )
+    .await
+    .map_err(|e| match e {
+        SearchError::Query(app::db::conditions::QueryError::BadFilter(why)) => {
+            ApiError::BadRequest(why)
+        }
+        SearchError::Query(app::db::conditions::QueryError::Db(e)) => ApiError::from(e),
+        SearchError::Busy(why) => ApiError::Busy(why),
+        timed_out @ SearchError::TimedOut(_) => ApiError::TimedOut(timed_out.to_string()),
+    })?;
+    Ok(Json(EventPage {
+        data: page.rows.iter().map(Event::from).collect(),
+        next_cursor: page.next_cursor,
+    }))
 }

@@ -11,7 +11,9 @@
 
 mod bulk;
 mod destinations;
+pub mod doc;
 mod events;
+mod extract;
 mod objects;
 mod operators;
 pub mod problem;
@@ -25,8 +27,11 @@ use app::model::Role;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderMap;
-use axum::routing::{get, post};
+use axum::routing::{any, get};
 use problem::ApiError;
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// Requests a token makes a second, per process (a burst of as many).
 pub const TOKEN_REQUESTS_PER_SEC: u32 = 20;
@@ -36,44 +41,64 @@ pub const CLIENT_REQUESTS_PER_SEC: u32 = 50;
 /// The largest request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// Every route of the API with its operation in the document: one list, so neither can name
+/// what the other lacks.
+fn operations() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(doc::ApiDoc::openapi())
+        .routes(routes!(reads::sources))
+        .routes(routes!(events::list))
+        .routes(routes!(bulk::replay))
+        .routes(routes!(reads::event))
+        .routes(routes!(replay::replay))
+        .routes(routes!(objects::object))
+        .routes(routes!(objects::revisions))
+        .routes(routes!(destinations::list))
+        .routes(routes!(destinations::deliveries))
+        .routes(routes!(destinations::retry_one))
+        .routes(routes!(destinations::retry_dead))
+        .routes(routes!(destinations::pause))
+        .routes(routes!(destinations::resume))
+        .routes(routes!(operators::rejected))
+        .routes(routes!(operators::audit))
+}
+
+/// The OpenAPI 3.1 document of the API, as `GET /api/v1/openapi.json` answers it.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let (_, mut document) = operations().split_for_parts();
+    doc::ProblemResponses.modify(&mut document);
+    document
+}
+
 pub fn router(state: AppState) -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/sources", get(reads::sources))
-        .route("/api/v1/events", get(events::list))
-        .route("/api/v1/events/replay", post(bulk::replay))
-        .route("/api/v1/events/{id}", get(reads::event))
-        .route("/api/v1/events/{id}/replay", post(replay::replay))
+    let (routes, _) = operations().split_for_parts();
+    let document: std::sync::Arc<str> = document()
+        .to_json()
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "the API's document did not serialize");
+            "{}".into()
+        })
+        .into();
+    routes
         .route(
-            "/api/v1/sources/{source}/objects/{object_id}",
-            get(objects::object),
+            "/api/v1/openapi.json",
+            get(move || {
+                let document = document.clone();
+                async move {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        document.to_string(),
+                    )
+                }
+            }),
         )
         .route(
-            "/api/v1/sources/{source}/objects/{object_id}/revisions",
-            get(objects::revisions),
+            "/api/v1/{*rest}",
+            any(
+                |axum::extract::Path(rest): axum::extract::Path<String>| async move {
+                    ApiError::NotFound(format!("the API has no /api/v1/{rest}"))
+                },
+            ),
         )
-        .route("/api/v1/destinations", get(destinations::list))
-        .route(
-            "/api/v1/destinations/{name}/deliveries",
-            get(destinations::deliveries),
-        )
-        .route(
-            "/api/v1/destinations/{name}/deliveries/{id}/retry",
-            post(destinations::retry_one),
-        )
-        .route(
-            "/api/v1/destinations/{name}/retry",
-            post(destinations::retry_dead),
-        )
-        .route(
-            "/api/v1/destinations/{name}/pause",
-            post(destinations::pause),
-        )
-        .route(
-            "/api/v1/destinations/{name}/resume",
-            post(destinations::resume),
-        )
-        .route("/api/v1/rejected", get(operators::rejected))
-        .route("/api/v1/audit", get(operators::audit))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(state, per_client))
 }
@@ -105,7 +130,10 @@ async fn per_client(
         }
         .into_problem(&request_id);
     }
-    next.run(request).await
+    let request_id = RequestId::of(request.headers());
+    problem::REQUEST_ID
+        .scope(request_id, next.run(request))
+        .await
 }
 
 /// The caller of a request: a live token within its rate, with at least `role`.
@@ -132,87 +160,63 @@ async fn caller(state: &AppState, headers: &HeaderMap, role: Role) -> Result<Cal
     Ok(caller)
 }
 
-/// A request's query parameters, read strictly ([`params`]).
-struct Params(Vec<(String, String)>);
-
-impl Params {
-    /// The value of parameter `name`, if given.
-    fn get(&self, name: &str) -> Option<String> {
-        self.0
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    }
-
-    /// `limit`: 1 to `max`, `default` when absent; else a 400 naming it.
-    fn limit(&self, default: usize, max: usize) -> Result<usize, ApiError> {
-        match self.get("limit") {
-            None => Ok(default),
-            Some(text) => text
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=max).contains(n))
-                .ok_or_else(|| {
-                    ApiError::BadRequest(format!("limit: {text:?} is not a number from 1 to {max}"))
-                }),
-        }
-    }
-}
-
-/// The query's parameters, each at most once, every one among `known`; else a 400 naming it.
-fn params(query: Option<&str>, known: &[&str]) -> Result<Params, ApiError> {
-    let mut found: Vec<(String, String)> = Vec::new();
-    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        if !known.contains(&name.as_ref()) {
-            let mut known = known.to_vec();
-            known.sort_unstable();
-            return Err(ApiError::BadRequest(format!(
-                "unknown query parameter {name:?} (known: {})",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            )));
-        }
-        if found.iter().any(|(seen, _)| *seen == name) {
-            return Err(ApiError::BadRequest(format!(
-                "query parameter {name:?} is given twice"
-            )));
-        }
-        found.push((name.into_owned(), value.into_owned()));
-    }
-    Ok(Params(found))
-}
-
 /// An archive row as every answer shows it.
-fn event_json(row: &app::model::EventRow) -> serde_json::Value {
-    serde_json::json!({
-        "id": row.id,
-        "source": row.source,
-        "event_id": row.event_id,
-        "object_id": row.object_id,
-        "revision": row.revision,
-        "type": row.event_type,
-        "status": row.status.as_str(),
-        "outcome": row.outcome.as_str(),
-        "error": row.error_message,
-        "received_at": row.received_at,
-        "replay_of": row.replay_of,
-        "replayed_by": row.replayed_by,
-        "resolved_by": row.resolved_by,
-    })
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "id": 4812,
+    "source": "stripe",
+    "event_id": "evt_1QbC2d",
+    "object_id": "pi_3QbC2d",
+    "revision": 1733300000,
+    "type": "payment_intent.succeeded",
+    "status": "processed",
+    "outcome": "applied",
+    "error": null,
+    "received_at": "2026-12-04T06:25:12.481+00:00",
+    "replay_of": null,
+    "replayed_by": null,
+    "resolved_by": null
+}))]
+pub struct Event {
+    /// The archive row's id: `GET /api/v1/events/{id}`.
+    pub id: i64,
+    pub source: String,
+    /// The sender's event id, if the delivery had one.
+    pub event_id: Option<String>,
+    pub object_id: Option<String>,
+    pub revision: Option<i64>,
+    #[serde(rename = "type")]
+    pub event_type: Option<String>,
+    pub status: app::model::Status,
+    pub outcome: app::model::OutcomeKind,
+    /// Why it failed or was skipped, in words.
+    pub error: Option<String>,
+    #[schema(format = DateTime)]
+    pub received_at: String,
+    /// The archive row this one replays.
+    pub replay_of: Option<i64>,
+    /// Who replayed it (a user's or a token's name).
+    pub replayed_by: Option<String>,
+    /// The replay that resolved this failure.
+    pub resolved_by: Option<i64>,
 }
 
-/// The answer of a handler: its JSON, or its problem document.
-fn answer(result: Result<String, ApiError>, request_id: &RequestId) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    match result {
-        Ok(json) => (
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            json,
-        )
-            .into_response(),
-        Err(e) => e.into_problem(request_id),
+impl From<&app::model::EventRow> for Event {
+    fn from(row: &app::model::EventRow) -> Event {
+        Event {
+            id: row.id,
+            source: row.source.clone(),
+            event_id: row.event_id.clone(),
+            object_id: row.object_id.clone(),
+            revision: row.revision,
+            event_type: row.event_type.clone(),
+            status: row.status,
+            outcome: row.outcome,
+            error: row.error_message.clone(),
+            received_at: row.received_at.clone(),
+            replay_of: row.replay_of,
+            replayed_by: row.replayed_by.clone(),
+            resolved_by: row.resolved_by,
+        }
     }
 }

@@ -3,18 +3,19 @@
 //! `/audit` page reads it). Both for tokens of every source: the refused requests name any
 //! source, the audit log every one.
 
-use super::{answer, caller, params};
+use super::ApiError;
+use super::doc::page;
+use super::extract::{Operator, Query, limit};
 use crate::AppState;
-use crate::api::problem::ApiError;
-use crate::request_id::RequestId;
+use app::auth::tokens::Caller;
 use app::db::conditions::QueryError;
-use app::model::{RejectedFilter, Role};
-use axum::extract::{RawQuery, State};
-use axum::http::HeaderMap;
-use axum::response::Response;
+use app::model::{AuditRow, RejectedFilter, RejectedRow};
+use axum::Json;
+use axum::extract::State;
 
-async fn operator_of_every_source(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let caller = caller(state, headers, Role::Operator).await?;
+/// Rows of a page when `limit` is not given.
+
+fn of_every_source(caller: &Caller) -> Result<(), ApiError> {
     if caller.sources.is_some() {
         return Err(ApiError::Forbidden(
             "this read names every source: it is for tokens of every source".into(),
@@ -23,55 +24,105 @@ async fn operator_of_every_source(state: &AppState, headers: &HeaderMap) -> Resu
     Ok(())
 }
 
-pub(super) async fn rejected(
-    State(state): State<AppState>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let result = async {
-        let given = params(query.as_deref(), &["source", "reason", "cursor"])?;
-        operator_of_every_source(&state, &headers).await?;
-        let filter = RejectedFilter {
-            source: given.get("source"),
-            reason: given.get("reason"),
-            before: given.get("cursor"),
-        };
-        let page = app::db::rejected::list(&state.db, &filter)
-            .await
-            .map_err(|e| match e {
-                QueryError::BadFilter(why) => ApiError::BadRequest(why),
-                QueryError::Db(e) => ApiError::from(e),
-            })?;
-        let data = serde_json::to_value(page.rows).map_err(|_| ApiError::Unavailable)?;
-        Ok(serde_json::json!({
-            "data": data,
-            "next_cursor": page.next_before.map(|n| n.to_string()),
-        })
-        .to_string())
+fn query_error(e: QueryError) -> ApiError {
+    match e {
+        QueryError::BadFilter(why) => ApiError::BadRequest(why),
+        QueryError::Db(e) => ApiError::from(e),
     }
-    .await;
-    answer(result, &request_id)
 }
 
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RejectedQuery {
+    /// A configured source, or `(unknown)` for names that are none.
+    source: Option<String>,
+    /// Why the request was refused (`signature`, `timestamp`, `rate_limit`, …).
+    reason: Option<String>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+    /// Rows of the page, 1 to 500 (100 when not given).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    limit: Option<String>,
+}
+
+page!(
+    /// Refused requests, newest first.
+    RejectedPage of RejectedRow
+);
+
+/// What the endpoint refused, newest first, as the `/rejected` page lists it.
+#[utoipa::path(
+    get,
+    path = "/api/v1/rejected",
+    tag = "operators",
+    params(RejectedQuery),
+    responses((status = 200, description = "A page of refused requests", body = RejectedPage))
+)]
+pub(super) async fn rejected(
+    State(state): State<AppState>,
+    Query(query): Query<RejectedQuery>,
+    Operator(caller): Operator,
+) -> Result<Json<RejectedPage>, ApiError> {
+    of_every_source(&caller)?;
+    let limit = limit(query.limit.as_deref())?;
+    let filter = RejectedFilter {
+        source: query.source,
+        reason: query.reason,
+        before: query.cursor,
+    };
+    let page = app::db::rejected::list(&state.db, &filter, limit)
+        .await
+        .map_err(query_error)?;
+    Ok(Json(RejectedPage {
+        data: page.rows,
+        next_cursor: page.next_before.map(|n| n.to_string()),
+    }))
+}
+
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// An action (`replay`, `pause`, `add_token`, `sign_in`, …).
+    action: Option<String>,
+    /// A user's or a token's name.
+    actor: Option<String>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+    /// Rows of the page, 1 to 500 (100 when not given).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    limit: Option<String>,
+}
+
+page!(
+    /// Audit rows, newest first; failed sign-ins counted per client, name and minute.
+    AuditPage of AuditRow
+);
+
+/// Who did what, newest first, as the `/audit` page reads it.
+#[utoipa::path(
+    get,
+    path = "/api/v1/audit",
+    tag = "operators",
+    params(AuditQuery),
+    responses((status = 200, description = "A page of the audit log", body = AuditPage))
+)]
 pub(super) async fn audit(
     State(state): State<AppState>,
-    request_id: RequestId,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let result = async {
-        let given = params(query.as_deref(), &["action", "actor"])?;
-        operator_of_every_source(&state, &headers).await?;
-        let rows = app::db::audit::audit_entries(
-            &state.db,
-            given.get("action").as_deref(),
-            given.get("actor").as_deref(),
-        )
-        .await?;
-        let data = serde_json::to_value(rows).map_err(|_| ApiError::Unavailable)?;
-        Ok(serde_json::json!({ "data": data, "next_cursor": null }).to_string())
-    }
-    .await;
-    answer(result, &request_id)
+    Query(query): Query<AuditQuery>,
+    Operator(caller): Operator,
+) -> Result<Json<AuditPage>, ApiError> {
+    of_every_source(&caller)?;
+    let limit = limit(query.limit.as_deref())?;
+    let (data, next_cursor) = app::db::audit::audit_page(
+        &state.db,
+        query.action.as_deref(),
+        query.actor.as_deref(),
+        query.cursor.as_deref(),
+        limit,
+    )
+    .await
+    .map_err(query_error)?;
+    Ok(Json(AuditPage { data, next_cursor }))
 }

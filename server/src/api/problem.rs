@@ -28,8 +28,41 @@ pub enum ApiError {
     Busy(String),
     /// 408: a body search ran past its deadline and was stopped (narrow it).
     TimedOut(String),
+    /// 413: the request's body is over [`super::MAX_BODY_BYTES`].
+    PayloadTooLarge,
     /// 503: the database failed; retrying may work.
     Unavailable,
+}
+
+/// An RFC 9457 problem document, as every error of the API answers it.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "type": "urn:hookbox:problem:not-found",
+    "title": "Not found",
+    "status": 404,
+    "detail": "there is no delivery 9000",
+    "request_id": "0b7c6f1e9a2d4c58"
+}))]
+pub struct Problem {
+    /// `urn:hookbox:problem:<slug>`: what kind of problem, for programs.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    /// The response's HTTP status.
+    pub status: u16,
+    /// What is wrong, in words, naming the parameter or field.
+    pub detail: String,
+    /// The request's id (`x-request-id`), that finds it in hookbox's log.
+    pub request_id: String,
+    /// For `count-changed`: how many rows match now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false)]
+    pub actual_count: Option<usize>,
+}
+
+tokio::task_local! {
+    /// The request id of the API request being answered ([`super::per_client`] sets it).
+    pub static REQUEST_ID: RequestId;
 }
 
 impl ApiError {
@@ -86,6 +119,12 @@ impl ApiError {
                 "Search stopped",
                 why.clone(),
             ),
+            ApiError::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload-too-large",
+                "Payload too large",
+                format!("the body is over {} bytes", super::MAX_BODY_BYTES),
+            ),
             ApiError::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -98,17 +137,19 @@ impl ApiError {
     /// The problem document for the request `request_id`.
     pub fn into_problem(self, request_id: &RequestId) -> Response {
         let (status, slug, title, detail) = self.parts();
-        let mut body = serde_json::json!({
-            "type": format!("urn:hookbox:problem:{slug}"),
-            "title": title,
-            "status": status.as_u16(),
-            "detail": detail,
-            "request_id": request_id.to_string(),
-        });
-        if let ApiError::CountChanged { actual, .. } = &self {
-            body["actual_count"] = (*actual).into();
-        }
-        let mut response = (status, body.to_string()).into_response();
+        let body = Problem {
+            kind: format!("urn:hookbox:problem:{slug}"),
+            title: title.into(),
+            status: status.as_u16(),
+            detail,
+            request_id: request_id.to_string(),
+            actual_count: match &self {
+                ApiError::CountChanged { actual, .. } => Some(*actual),
+                _ => None,
+            },
+        };
+        let body = serde_json::to_string(&body).unwrap_or_default();
+        let mut response = (status, body).into_response();
         response.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
@@ -124,6 +165,16 @@ impl ApiError {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
+    }
+}
+
+/// A handler's error answers its problem document, with the id of the request being answered.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let id = REQUEST_ID
+            .try_with(Clone::clone)
+            .unwrap_or_else(|_| RequestId("-".into()));
+        self.into_problem(&id)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::super::Db;
 use super::super::conditions::{Conditions, QueryError, given};
-use super::{PAGE_SIZE, statement};
+use super::statement;
 use crate::model::{ForwardAttemptRow, ForwardFilter, ForwardRow, ForwardStatus};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, FromQueryResult, Value};
@@ -86,6 +86,7 @@ pub async fn deliveries(
     destination: &str,
     filter: &ForwardFilter,
     cursor: Option<&str>,
+    limit: usize,
 ) -> Result<(Vec<ForwardRow>, Option<String>), QueryError> {
     let mut c = conditions(destination, filter)?;
     if let Some(cursor) = cursor.filter(|c| !c.is_empty()) {
@@ -97,7 +98,7 @@ pub async fn deliveries(
     let sql = format!(
         "SELECT {DELIVERY_COLUMNS} FROM forward_deliveries {} ORDER BY id DESC LIMIT {}",
         c.clause(),
-        PAGE_SIZE + 1
+        limit + 1
     );
     let rows = db
         .conn
@@ -107,8 +108,8 @@ pub async fn deliveries(
         .iter()
         .map(|r| Delivery::from_query_result(r, ""))
         .collect::<Result<Vec<_>, _>>()?;
-    let next = (rows.len() > PAGE_SIZE).then(|| {
-        rows.truncate(PAGE_SIZE);
+    let next = (rows.len() > limit).then(|| {
+        rows.truncate(limit);
         rows.last().map(|r| r.id.to_string())
     });
     let rows = with_attempts(&db.conn, rows).await?;

@@ -10,6 +10,7 @@ use app::auth::tokens::add_token;
 use app::model::Role;
 
 mod destinations;
+mod document;
 mod events;
 mod operators;
 mod replay;

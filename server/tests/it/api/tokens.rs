@@ -146,7 +146,7 @@ async fn a_token_reads_what_its_role_and_sources_allow_and_nothing_else(backend:
         problem["detail"]
             .as_str()
             .unwrap()
-            .contains("unknown query parameter \"colour\""),
+            .contains("unknown query parameter \"colour\"; this endpoint takes none"),
         "{problem}"
     );
 }

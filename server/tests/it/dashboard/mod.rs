@@ -6,6 +6,7 @@
 //!   sessions, cross-site refusal, the sign-in redirect, signature headers redacted by role.
 //! - `replay`: single and bulk replay, their dry runs, filters and audit entries.
 //! - `pages`: the overview, the events list and search, filters and error pages.
+//! - `tokens_page`: `/tokens`, API tokens made, listed and revoked by operators only.
 
 use crate::support::*;
 use app::auth;
@@ -24,6 +25,7 @@ mod rejected;
 mod replay;
 mod search;
 mod snapshot_cut;
+mod tokens_page;
 mod top_bar;
 
 const PASSWORD: &str = "a long enough password";
