@@ -44,13 +44,17 @@ pub async fn audit_entries(
     }
 }
 
-/// Where a page of the audit log ends: after the audit row `(at, id)` (`a…`), or after every
-/// row of the minute `at` and later (`c…`). A page never ends inside one minute's counted
-/// sign-in failures, so the next page starts where this one stopped.
+/// Where a page of the audit log ends: after the audit row `(at, id)` (`a…`), or after the
+/// counted sign-ins of `client` as `name` in the minute `at` (`c…`, client and name in hex). In
+/// one instant, audit rows come first (newest id first), then the minute's counts by client and
+/// name; a page never ends between the up to three counts of one client, name and minute.
 enum AuditCursor {
     AfterRow(DateTime<Utc>, i64),
-    AfterMinute(DateTime<Utc>),
+    AfterCount(DateTime<Utc>, String, String),
 }
+
+/// Which row an entry came from: an audit row, or a `sign_in_failures` row (client, name).
+type Entry = (DateTime<Utc>, Option<(String, String)>, AuditRow);
 
 impl AuditCursor {
     fn parse(text: &str) -> Option<AuditCursor> {
@@ -60,26 +64,37 @@ impl AuditCursor {
                 .ok()
                 .map(DateTime::from_timestamp_nanos)
         };
+        let text_of = |h: &str| String::from_utf8(hex::decode(h).ok()?).ok();
         if let Some(rest) = text.strip_prefix('a') {
             let (nanos, id) = rest.split_once('.')?;
             Some(AuditCursor::AfterRow(at(nanos)?, id.parse().ok()?))
         } else {
-            Some(AuditCursor::AfterMinute(at(text.strip_prefix('c')?)?))
+            let mut parts = text.strip_prefix('c')?.split('.');
+            let (nanos, client, name) = (parts.next()?, parts.next()?, parts.next()?);
+            match parts.next() {
+                Some(_) => None,
+                None => Some(AuditCursor::AfterCount(
+                    at(nanos)?,
+                    text_of(client)?,
+                    text_of(name)?,
+                )),
+            }
         }
     }
 
-    fn after(at: DateTime<Utc>, row: &AuditRow) -> String {
+    fn after((at, counted, row): &Entry) -> String {
         let nanos = at.timestamp_nanos_opt().unwrap_or_default();
-        if row.id > 0 {
-            format!("a{nanos}.{}", row.id)
-        } else {
-            format!("c{nanos}")
+        match counted {
+            None => format!("a{nanos}.{}", row.id),
+            Some((client, name)) => {
+                format!("c{nanos}.{}.{}", hex::encode(client), hex::encode(name))
+            }
         }
     }
 }
 
-/// A page of at most `limit` audit rows (more only when one minute's counted sign-in failures
-/// are more), newest first, after `cursor`; and the cursor of the next page.
+/// A page of at most `limit` audit rows (up to two more, to keep one client's counts of a minute
+/// together), newest first, after `cursor`; and the cursor of the next page.
 pub async fn audit_page(
     db: &Db,
     action: Option<&str>,
@@ -109,7 +124,7 @@ pub async fn audit_page(
             let (a, b, i) = (c.placeholder(*at), c.placeholder(*at), c.placeholder(*id));
             c.push_built(format!("(at < {a} OR (at = {b} AND id < {i}))"));
         }
-        Some(AuditCursor::AfterMinute(at)) => c.push("at < ?", *at),
+        Some(AuditCursor::AfterCount(at, _, _)) => c.push("at < ?", *at),
         None => {}
     }
     let sql = format!(
@@ -125,54 +140,42 @@ pub async fn audit_page(
         .iter()
         .map(|r| {
             let r = AuditRecord::from_query_result(r, "")?;
-            Ok((
-                r.at,
-                AuditRow {
-                    id: r.id,
-                    at: r.at.to_rfc3339(),
-                    actor: r.actor,
-                    action: r.action,
-                    target: r.target,
-                    outcome: r.outcome,
-                    detail: r.detail,
-                },
-            ))
+            let row = AuditRow {
+                id: r.id,
+                at: r.at.to_rfc3339(),
+                actor: r.actor,
+                action: r.action,
+                target: r.target,
+                outcome: r.outcome,
+                detail: r.detail,
+            };
+            Ok((r.at, None, row))
         })
-        .collect::<Result<Vec<_>, DbErr>>()?;
+        .collect::<Result<Vec<Entry>, DbErr>>()?;
     if action.is_none_or(|a| a == AuditAction::SignIn.as_str()) {
-        let up_to = match &cursor {
-            Some(AuditCursor::AfterRow(at, _)) => Some((*at, true)),
-            Some(AuditCursor::AfterMinute(at)) => Some((*at, false)),
-            None => None,
-        };
-        entries.extend(counted_sign_ins(db, actor, up_to, limit + 1).await?);
-        entries.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.id.cmp(&a.1.id)));
+        entries.extend(counted_sign_ins(db, actor, cursor.as_ref(), limit + 1).await?);
+        // Newest first; in one instant audit rows (newest first), then counts in their order.
+        entries.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.is_some().cmp(&b.1.is_some()))
+                .then(b.2.id.cmp(&a.2.id))
+                .then(a.1.cmp(&b.1))
+        });
     }
     if entries.len() <= limit {
-        return Ok((entries.into_iter().map(|(_, row)| row).collect(), None));
+        return Ok((entries.into_iter().map(|(_, _, row)| row).collect(), None));
     }
-    // Cut after `limit` rows, but never inside one minute's counted failures: those go whole
-    // to the next page (or whole on this one, when they alone fill it).
+    // Cut after `limit` rows, then take the rest of the last one's counts of that minute.
     let mut keep = limit;
-    let (cut_at, cut_row) = (&entries[keep - 1], &entries[keep]);
-    if cut_row.1.id < 0 && cut_at.1.id < 0 && cut_at.0 == cut_row.0 {
-        let minute = cut_row.0;
-        let first = entries
-            .iter()
-            .position(|(at, row)| row.id < 0 && *at == minute)
-            .unwrap_or(keep);
-        keep = if first > 0 {
-            first
-        } else {
-            entries
-                .iter()
-                .rposition(|(at, row)| row.id < 0 && *at == minute)
-                .map_or(keep, |last| last + 1)
-        };
+    while keep < entries.len()
+        && entries[keep].1.is_some()
+        && (entries[keep].0, &entries[keep].1) == (entries[keep - 1].0, &entries[keep - 1].1)
+    {
+        keep += 1;
     }
     entries.truncate(keep);
-    let next = entries.last().map(|(at, row)| AuditCursor::after(*at, row));
-    Ok((entries.into_iter().map(|(_, row)| row).collect(), next))
+    let next = entries.last().map(AuditCursor::after);
+    Ok((entries.into_iter().map(|(_, _, row)| row).collect(), next))
 }
 
 #[derive(FromQueryResult)]
@@ -185,21 +188,29 @@ struct FailureRecord {
     busy: i64,
 }
 
-/// The newest `sign_in_failures` rows as audit rows (ids below 0: they are no `audit_log` row).
-/// `up_to`: the minutes at or before (`true`) or before (`false`) a time; `limit` minute rows.
+/// The newest `sign_in_failures` rows after `cursor`, at most `limit`, as audit rows (ids below
+/// 0, counted down through the page: they are no `audit_log` row).
 async fn counted_sign_ins(
     db: &Db,
     name: Option<&str>,
-    up_to: Option<(DateTime<Utc>, bool)>,
+    cursor: Option<&AuditCursor>,
     limit: usize,
-) -> Result<Vec<(DateTime<Utc>, AuditRow)>, DbErr> {
+) -> Result<Vec<Entry>, DbErr> {
     let mut c = Conditions::new();
     if let Some(name) = name {
         c.push("name = ?", name.to_string());
     }
-    match up_to {
-        Some((at, true)) => c.push("minute <= ?", at),
-        Some((at, false)) => c.push("minute < ?", at),
+    match cursor {
+        // Every count of that instant comes after its audit rows.
+        Some(AuditCursor::AfterRow(at, _)) => c.push("minute <= ?", *at),
+        Some(AuditCursor::AfterCount(at, client, name)) => {
+            let (m1, m2) = (c.placeholder(*at), c.placeholder(*at));
+            let (c1, c2) = (c.placeholder(client.clone()), c.placeholder(client.clone()));
+            let n = c.placeholder(name.clone());
+            c.push_built(format!(
+                "(minute < {m1} OR (minute = {m2} AND (client > {c1} OR (client = {c2} AND name > {n}))))"
+            ));
+        }
         None => {}
     }
     let sql = format!(
@@ -245,6 +256,7 @@ async fn counted_sign_ins(
             if n > 0 {
                 entries.push((
                     r.minute,
+                    Some((r.client.clone(), r.name.clone())),
                     AuditRow {
                         id: -1 - entries.len() as i64,
                         at: r.minute.to_rfc3339(),

@@ -371,10 +371,14 @@ pub struct BulkReplayResult {
     pub skipped: Skipped,
 }
 
+/// An audit entry: an action someone took, or a count of sign-ins that did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AuditRow {
+    /// The entry's id; below 0, a count of sign-ins (action `sign_in`, outcome `failed`,
+    /// `throttled` or `busy`), numbered within its page only.
     pub id: i64,
+    /// RFC 3339, UTC; a count's minute.
     pub at: String,
     pub actor: String,
     pub action: AuditAction,

@@ -70,6 +70,7 @@ pub struct BulkAnswer {
 #[utoipa::path(
     post,
     path = "/api/v1/events/replay",
+    operation_id = "replay_events",
     tag = "events",
     request_body = BulkRequest,
     responses(

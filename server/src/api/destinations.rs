@@ -69,6 +69,7 @@ page!(
 #[utoipa::path(
     get,
     path = "/api/v1/destinations",
+    operation_id = "list_destinations",
     tag = "destinations",
     responses((status = 200, description = "The destinations", body = DestinationPage))
 )]
@@ -113,6 +114,7 @@ page!(
 #[utoipa::path(
     get,
     path = "/api/v1/destinations/{name}/deliveries",
+    operation_id = "list_deliveries",
     tag = "destinations",
     params(("name" = String, Path, description = "A destination"), DeliveriesQuery),
     responses((status = 200, description = "A page of deliveries", body = DeliveryPage))
@@ -148,6 +150,7 @@ pub struct Retried {
 #[utoipa::path(
     post,
     path = "/api/v1/destinations/{name}/deliveries/{id}/retry",
+    operation_id = "retry_delivery",
     tag = "destinations",
     params(
         ("name" = String, Path, description = "A destination"),
@@ -206,6 +209,7 @@ pub struct RetryAnswer {
 #[utoipa::path(
     post,
     path = "/api/v1/destinations/{name}/retry",
+    operation_id = "retry_dead_deliveries",
     tag = "destinations",
     params(("name" = String, Path, description = "A destination")),
     request_body = RetryRequest,
@@ -300,6 +304,7 @@ async fn set_paused(
 #[utoipa::path(
     post,
     path = "/api/v1/destinations/{name}/pause",
+    operation_id = "pause_destination",
     tag = "destinations",
     params(("name" = String, Path, description = "A configured destination")),
     responses((status = 200, description = "It is paused", body = Paused))
@@ -317,6 +322,7 @@ pub(super) async fn pause(
 #[utoipa::path(
     post,
     path = "/api/v1/destinations/{name}/resume",
+    operation_id = "resume_destination",
     tag = "destinations",
     params(("name" = String, Path, description = "A configured destination")),
     responses((status = 200, description = "It is sending again", body = Paused))

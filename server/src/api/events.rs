@@ -53,6 +53,7 @@ page!(
 #[utoipa::path(
     get,
     path = "/api/v1/events",
+    operation_id = "list_events",
     tag = "events",
     params(EventsQuery),
     responses((status = 200, description = "A page of deliveries", body = EventPage))

@@ -43,6 +43,7 @@ fn not_found(source: &str, object_id: &str) -> ApiError {
 #[utoipa::path(
     get,
     path = "/api/v1/sources/{source}/objects/{object_id}",
+    operation_id = "get_object",
     tag = "sources",
     params(
         ("source" = String, Path, description = "A configured source"),
@@ -109,6 +110,7 @@ pub struct RevisionsQuery {
 #[utoipa::path(
     get,
     path = "/api/v1/sources/{source}/objects/{object_id}/revisions",
+    operation_id = "list_revisions",
     tag = "sources",
     params(
         ("source" = String, Path, description = "A configured source"),

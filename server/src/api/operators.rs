@@ -55,6 +55,7 @@ page!(
 #[utoipa::path(
     get,
     path = "/api/v1/rejected",
+    operation_id = "list_rejected",
     tag = "operators",
     params(RejectedQuery),
     responses((status = 200, description = "A page of refused requests", body = RejectedPage))
@@ -104,6 +105,7 @@ page!(
 #[utoipa::path(
     get,
     path = "/api/v1/audit",
+    operation_id = "list_audit",
     tag = "operators",
     params(AuditQuery),
     responses((status = 200, description = "A page of the audit log", body = AuditPage))

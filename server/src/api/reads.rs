@@ -45,6 +45,7 @@ page!(
 #[utoipa::path(
     get,
     path = "/api/v1/sources",
+    operation_id = "list_sources",
     tag = "sources",
     responses((status = 200, description = "The sources the token sees", body = SourcePage))
 )]
@@ -118,6 +119,7 @@ pub struct EventDetail {
 #[utoipa::path(
     get,
     path = "/api/v1/events/{id}",
+    operation_id = "get_event",
     tag = "events",
     params(("id" = i64, Path, description = "The archive row's id")),
     responses((status = 200, description = "The delivery", body = EventDetail))

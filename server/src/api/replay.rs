@@ -45,6 +45,7 @@ pub struct ReplayAnswer {
 #[utoipa::path(
     post,
     path = "/api/v1/events/{id}/replay",
+    operation_id = "replay_event",
     tag = "events",
     params(("id" = i64, Path, description = "The archive row's id")),
     request_body(content = ReplayRequest, description = "Optional: `{}` when empty"),

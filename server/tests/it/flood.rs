@@ -3,7 +3,8 @@
 //! verifier, from recipes and Twilio's sorted forms to Ed25519 `v1a` entries and Asana's
 //! unsigned handshake, made-up sources and API tokens, oversized headers), exports it never
 //! reads (2 at a time, as the review's) and, signed in as a viewer, the dashboard's heaviest reads (100 a second: body and id searches, problems, sources,
-//! the overview's charts, a destination's series), all at once, while a sender's signed
+//! the overview's charts, a destination's series) and, with a viewer's API token, the API's
+//! heaviest reads (whole pages of 500, body searches, the big deliveries), all at once, while a sender's signed
 //! deliveries are paced at 50 a second. Every delivery is answered 200 and applied, none waits
 //! more than 5 s (a starved delivery, not a speed target: the latencies are printed, and the
 //! targets live in `.ci/bench`), hookbox's peak RSS stays under 200 MB, no dashboard read is
@@ -11,7 +12,7 @@
 //! signs in from their own address in the middle of it and reads the problems page.
 //!
 //! It runs alone (`.config/nextest.toml`), so its figures are hookbox's, not its neighbours'.
-//! `FLOOD_ONLY=signin`, `refused`, `export` or `pages` (comma-separated) narrows the flood to
+//! `FLOOD_ONLY=signin`, `refused`, `export`, `pages` or `api` (comma-separated) narrows the flood to
 //! those kinds, to find which one costs the deliveries what.
 
 use crate::support::*;
@@ -352,6 +353,65 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         }));
     }
 
+    // The API's heaviest reads, with a valid viewer token: whole pages (500 rows), body
+    // searches, the big deliveries one by one, an object's history; never a 5xx.
+    let api_token = app::auth::tokens::add_token(
+        &db,
+        "flooding-script",
+        app::model::Role::Viewer,
+        &[],
+        None,
+        "olga",
+        &["shop"],
+    )
+    .await
+    .expect("the flooder's API token");
+    // Answered 200: the token's rate (20 a second) is served, the rest refused with 429.
+    let api_served = Arc::new(AtomicU64::new(0));
+    for _ in 0..if on("api") { 2 } else { 0 } {
+        let (client, stop, flooded, token, server_errors, api_served) = (
+            client.clone(),
+            stop.clone(),
+            flooded.clone(),
+            api_token.clone(),
+            server_errors.clone(),
+            api_served.clone(),
+        );
+        flood.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            let mut pace = hostile_pace();
+            while !stop.load(Ordering::Relaxed) {
+                pace.tick().await;
+                let path = match i % 5 {
+                    0 => "/api/v1/events?limit=500".to_string(),
+                    1 => format!("/api/v1/events?limit=500&match=%7B%22filler%22%3A%22y{i}%22%7D"),
+                    2 => format!("/api/v1/events/{}", 1 + i % 40),
+                    3 => format!(
+                        "/api/v1/sources/shop/objects/big-{}/revisions?limit=500",
+                        i % 40
+                    ),
+                    _ => "/api/v1/events?limit=500&status=failed&from=2020-01-01".to_string(),
+                };
+                let answer = client
+                    .get(format!("http://{addr}{path}"))
+                    .bearer_auth(&token)
+                    .header("X-Forwarded-For", FLOODER)
+                    .send()
+                    .await;
+                let status = answer.map(|a| a.status().as_u16()).unwrap_or(0);
+                if status == 200 {
+                    api_served.fetch_add(1, Ordering::Relaxed);
+                }
+                if status == 0 || status >= 500 {
+                    let mut errors = server_errors.lock().unwrap_or_else(|e| e.into_inner());
+                    errors.push((path, status));
+                }
+                flooded.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+            }
+        }));
+    }
+
     // The sender: 50 deliveries a second for 30 s, each timed.
     let peak_rss = Arc::new(AtomicU64::new(0));
     let sampler = {
@@ -454,10 +514,18 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         .clone();
     assert!(
         server_errors.is_empty(),
-        "{} dashboard reads answered 5xx or not at all, first {:?}",
+        "{} dashboard or API reads answered 5xx or not at all, first {:?}",
         server_errors.len(),
         &server_errors[..server_errors.len().min(5)]
     );
+    if on("api") {
+        let served = api_served.load(Ordering::Relaxed);
+        println!("API reads served during the flood: {served}");
+        assert!(
+            served >= 100,
+            "the API token's reads were served {served} times"
+        );
+    }
     assert!(
         peak_kb < 200 * 1024,
         "hookbox's peak RSS {} MB during the flood",

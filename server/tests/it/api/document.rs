@@ -11,9 +11,12 @@ async fn the_document_is_served_without_a_token_and_names_every_operation() {
     assert_eq!(content_type, "application/json");
     assert_eq!(document["openapi"], "3.1.0");
     let mut operations: Vec<String> = Vec::new();
+    let mut ids = std::collections::HashSet::new();
     for (path, item) in document["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
             operations.push(format!("{} {path}", method.to_uppercase()));
+            let id = operation["operationId"].as_str().unwrap().to_string();
+            assert!(ids.insert(id.clone()), "operationId {id} twice");
             let responses = operation["responses"].as_object().unwrap();
             assert!(
                 responses.contains_key("200"),

@@ -294,3 +294,54 @@ async fn the_token_command_prints_a_token_once_lists_and_revokes_it() {
     let again = hookbox(&["token", "revoke", "ci"]).await;
     assert!(!again.status.success(), "no live token of that name");
 }
+
+both_backends!(a_tokens_last_use_is_written_at_most_once_a_minute);
+async fn a_tokens_last_use_is_written_at_most_once_a_minute(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let script = token(&app, "script", Role::Viewer, &[]).await;
+    let last_used = || async {
+        app::auth::tokens::list_tokens(&app.db)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|t| t.name == "script")
+            .unwrap()
+            .last_used_at
+    };
+    let set_last_used = |at: chrono::DateTime<chrono::Utc>| {
+        let db = app.db.clone();
+        async move {
+            sea_orm::ConnectionTrait::execute_raw(
+                &db.writer,
+                sea_orm::Statement::from_sql_and_values(
+                    db.backend(),
+                    "UPDATE api_tokens SET last_used_at = $1 WHERE name = 'script'",
+                    vec![at.into()],
+                ),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    assert_eq!(last_used().await, None, "never used yet");
+    let before = chrono::Utc::now() - chrono::Duration::seconds(1);
+    assert_eq!(get(&app, Some(&script), "/api/v1/sources").await.0, 200);
+    let first = last_used().await.expect("the first call is written");
+    assert!(first >= before, "{first} {before}");
+
+    // 30 seconds ago: a call now does not write it again.
+    let recent = chrono::Utc::now() - chrono::Duration::seconds(30);
+    set_last_used(recent).await;
+    assert_eq!(get(&app, Some(&script), "/api/v1/sources").await.0, 200);
+    let kept = last_used().await.unwrap();
+    assert!(
+        (kept - recent).num_milliseconds().abs() < 1000,
+        "{kept} {recent}"
+    );
+
+    // 61 seconds ago: the next call writes the time of that call.
+    set_last_used(chrono::Utc::now() - chrono::Duration::seconds(61)).await;
+    let before = chrono::Utc::now() - chrono::Duration::seconds(1);
+    assert_eq!(get(&app, Some(&script), "/api/v1/sources").await.0, 200);
+    assert!(last_used().await.unwrap() >= before);
+}
