@@ -108,8 +108,6 @@ page!(
     DeliveryPage of ForwardRow
 );
 
-/// Rows of a page when `limit` is not given, and at most.
-
 /// A destination's deliveries, newest first, as its page lists them.
 #[utoipa::path(
     get,

@@ -47,8 +47,6 @@ page!(
     EventPage of Event
 );
 
-/// Rows of a page when `limit` is not given.
-
 /// The archive by the `/events` page's filters, newest first.
 #[utoipa::path(
     get,

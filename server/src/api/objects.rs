@@ -104,8 +104,6 @@ pub struct RevisionsQuery {
     limit: Option<String>,
 }
 
-/// Revisions of a page when `limit` is not given, and at most.
-
 /// Every accepted revision of an object, greatest first.
 #[utoipa::path(
     get,

@@ -13,8 +13,6 @@ use app::model::{AuditRow, RejectedFilter, RejectedRow};
 use axum::Json;
 use axum::extract::State;
 
-/// Rows of a page when `limit` is not given.
-
 fn of_every_source(caller: &Caller) -> Result<(), ApiError> {
     if caller.sources.is_some() {
         return Err(ApiError::Forbidden(
