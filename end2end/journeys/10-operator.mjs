@@ -100,6 +100,10 @@ export default function ({ test, assert, base, sendExpectingFailure, signIn, hyd
     await signIn(page, 'admin', ADMIN_PASSWORD, '/tokens');
     await hydrated(page);
     await page.getByRole('heading', { name: 'API tokens' }).waitFor();
+    // An operator's top bar, with its Tokens link, is one line at 1280 px too.
+    const brand = await page.locator('.topbar .brand').boundingBox();
+    const signOut = await page.getByRole('button', { name: 'Sign out' }).boundingBox();
+    assert.ok(Math.abs(signOut.y - brand.y) < brand.height, `Sign out on the brand's line: ${JSON.stringify({ brand, signOut })}`);
     await page.getByLabel('Name', { exact: true }).fill('e2e-support-tool');
     await page.getByLabel('Role', { exact: true }).selectOption('viewer');
     await page.getByRole('checkbox', { name: 'demo', exact: true }).check();

@@ -314,7 +314,7 @@ fn AddForm(sources: Vec<String>, add: Add) -> impl IntoView {
                         prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
                 </label>
                 <label>"Role"
-                    <select name="role" prop:value=move || role.get() on:change=move |ev| role.set(event_target_value(&ev))>
+                    <select name="role" aria-label="Role" prop:value=move || role.get() on:change=move |ev| role.set(event_target_value(&ev))>
                         <option value="viewer">"viewer"</option>
                         <option value="operator">"operator"</option>
                     </select>
