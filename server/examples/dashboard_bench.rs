@@ -11,7 +11,9 @@
 //! - `overview`: the counts of `/`;
 //! - `problems`: `/problems`, the open failures grouped by cause;
 //! - `find`: the top bar's search (`/search?q=`): the end of an object id (the digits of `--q`),
-//!   and a value inside the bodies (a customer, about 1,000 deliveries).
+//!   and a value inside the bodies (a customer, about 1,000 deliveries);
+//! - with `--token` (an API token), the API's `GET /api/v1/events` (first page, failed ones) and
+//!   the object's `GET /api/v1/sources/{source}/objects/{id}` and its revisions.
 //!
 //! After a warm-up, every case is timed `--repetitions` times, the cases interleaved so that a
 //! load spike on the machine is shared out among them. Each answer is checked (status 200, the

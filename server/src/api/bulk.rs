@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 /// the count a dry run answered.
 #[derive(serde::Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "shop", "from": "2026-12-03T09:00:00Z", "expected_count": 12}))]
 pub struct BulkRequest {
     source: Option<String>,
     outcome: Option<String>,

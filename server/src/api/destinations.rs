@@ -179,6 +179,7 @@ pub(super) async fn retry_one(
 /// The dead deliveries of a filter, and the count a dry run answered.
 #[derive(serde::Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "shop", "dry_run": true}))]
 pub struct RetryRequest {
     /// A configured source.
     source: Option<String>,

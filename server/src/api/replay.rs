@@ -12,6 +12,7 @@ use axum::extract::State;
 /// replays a delivery that would fail again as the original did. An empty body is `{}`.
 #[derive(serde::Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"dry_run": true}))]
 pub struct ReplayRequest {
     #[serde(default)]
     dry_run: bool,
