@@ -20,7 +20,7 @@ use utoipa::{Modify, OpenApi};
                        answer `{\"data\": [...], \"next_cursor\": ...}`: pass `next_cursor` as \
                        `cursor` for the next page, until it is null. Errors are RFC 9457 problem \
                        documents. Times are RFC 3339 UTC.",
-        license(name = "MIT OR Apache-2.0")
+        license(name = "MIT")
     ),
     components(schemas(Problem)),
     modifiers(&BearerToken),
@@ -45,7 +45,7 @@ impl Modify for BearerToken {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("hbt_ followed by 64 hex digits")
+                    .bearer_format("hbt_ followed by 43 base64url characters (256 random bits)")
                     .description(Some(
                         "An API token from `hookbox token add` or the /tokens page",
                     ))

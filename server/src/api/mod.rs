@@ -71,13 +71,11 @@ pub fn document() -> utoipa::openapi::OpenApi {
 
 pub fn router(state: AppState) -> Router<AppState> {
     let (routes, _) = operations().split_for_parts();
-    let document: std::sync::Arc<str> = document()
-        .to_json()
-        .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "the API's document did not serialize");
-            "{}".into()
-        })
-        .into();
+    // Serialized once; each answer shares these bytes.
+    let document = axum::body::Bytes::from(document().to_json().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the API's document did not serialize");
+        "{}".into()
+    }));
     routes
         .route(
             "/api/v1/openapi.json",
@@ -86,7 +84,7 @@ pub fn router(state: AppState) -> Router<AppState> {
                 async move {
                     (
                         [(axum::http::header::CONTENT_TYPE, "application/json")],
-                        document.to_string(),
+                        document,
                     )
                 }
             }),
@@ -131,9 +129,16 @@ async fn per_client(
         .into_problem(&request_id);
     }
     let request_id = RequestId::of(request.headers());
-    problem::REQUEST_ID
-        .scope(request_id, next.run(request))
-        .await
+    let method = request.method().clone();
+    let response = problem::REQUEST_ID
+        .scope(request_id.clone(), next.run(request))
+        .await;
+    // The router's own 405 (a path asked with a method it does not take) as a problem too; the
+    // router adds `Allow` to it on the way out.
+    if response.status() == axum::http::StatusCode::METHOD_NOT_ALLOWED {
+        return ApiError::MethodNotAllowed(method.to_string()).into_problem(&request_id);
+    }
+    response
 }
 
 /// The caller of a request: a live token within its rate, with at least `role`.

@@ -32,6 +32,8 @@ pub enum ApiError {
     PayloadTooLarge,
     /// 503: the database failed; retrying may work.
     Unavailable,
+    /// 405: the path does not take this method (`Allow` lists those it takes).
+    MethodNotAllowed(String),
 }
 
 /// An RFC 9457 problem document, as every error of the API answers it.
@@ -130,6 +132,12 @@ impl ApiError {
                 "unavailable",
                 "Unavailable",
                 "the database did not answer: retry later".into(),
+            ),
+            ApiError::MethodNotAllowed(method) => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+                format!("this path does not take {method}: the Allow header lists what it takes"),
             ),
         }
     }

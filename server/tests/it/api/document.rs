@@ -79,4 +79,21 @@ async fn the_document_is_served_without_a_token_and_names_every_operation() {
     assert_eq!(status, 404);
     assert_eq!(content_type, "application/problem+json");
     assert_eq!(body["type"], "urn:hookbox:problem:not-found");
+
+    // A path asked with a method it does not take: 405, a problem document, and `Allow`.
+    let answer = app
+        .client
+        .delete(app.url("/api/v1/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 405);
+    assert_eq!(answer.headers()["allow"], "GET,HEAD");
+    assert_eq!(answer.headers()["content-type"], "application/problem+json");
+    let problem: serde_json::Value =
+        serde_json::from_slice(&answer.bytes().await.unwrap()).unwrap();
+    assert_eq!(
+        problem["detail"], "this path does not take DELETE: the Allow header lists what it takes",
+        "{problem}"
+    );
 }
