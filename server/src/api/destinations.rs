@@ -7,7 +7,9 @@
 
 use super::ApiError;
 use super::doc::page;
-use super::extract::{ApiPath, Body, NoParams, Operator, Query, Viewer, limit};
+use super::extract::{
+    ApiPath, Body, NoParams, Operator, PageQuery, Query, Viewer, limit, page_by_name,
+};
 use crate::AppState;
 use app::auth::tokens::Caller;
 use app::db::conditions::QueryError;
@@ -61,7 +63,7 @@ fn retry_error(e: RetryError) -> ApiError {
 }
 
 page!(
-    /// The destinations (one page: there are no more).
+    /// The destinations, in the configuration's order.
     DestinationPage of DestinationSummary
 );
 
@@ -71,19 +73,18 @@ page!(
     path = "/api/v1/destinations",
     operation_id = "list_destinations",
     tag = "destinations",
+    params(PageQuery),
     responses((status = 200, description = "The destinations", body = DestinationPage))
 )]
 pub(super) async fn list(
     State(state): State<AppState>,
-    Query(NoParams {}): Query<NoParams>,
+    Query(query): Query<PageQuery>,
     Viewer(caller): Viewer,
 ) -> Result<Json<DestinationPage>, ApiError> {
     of_every_source(&caller)?;
     let data = destinations::summaries(&state.db, &configured(&state)).await?;
-    Ok(Json(DestinationPage {
-        data,
-        next_cursor: None,
-    }))
+    let (data, next_cursor) = page_by_name(data, |d: &DestinationSummary| &d.name, &query)?;
+    Ok(Json(DestinationPage { data, next_cursor }))
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]

@@ -79,6 +79,49 @@ fn query_problem(serde: &str) -> String {
     format!("the query: {serde}")
 }
 
+/// A list's paging alone: for the lists of what the configuration declares (sources,
+/// destinations), paged by name in the file's order ([`page_by_name`]).
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items of the page, 1 to 500 (100 when not given).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    pub limit: Option<String>,
+}
+
+/// A page of `items` (in the configuration's order) after the one named `query.cursor`, and the
+/// cursor of the next page: the name of this page's last item while more follow.
+pub fn page_by_name<T>(
+    items: Vec<T>,
+    name: impl Fn(&T) -> &str,
+    query: &PageQuery,
+) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let limit = limit(query.limit.as_deref())?;
+    let start = match query.cursor.as_deref() {
+        None => 0,
+        Some(after) => {
+            items
+                .iter()
+                .position(|item| name(item) == after)
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "cursor: {after:?} is not a cursor from a previous page"
+                    ))
+                })?
+                + 1
+        }
+    };
+    let more = items.len() > start + limit;
+    let page: Vec<T> = items.into_iter().skip(start).take(limit).collect();
+    let next = more
+        .then(|| page.last().map(|item| name(item).to_string()))
+        .flatten();
+    Ok((page, next))
+}
+
 /// A query that takes no parameter: any one is a 400 naming it.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]

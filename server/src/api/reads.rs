@@ -1,7 +1,7 @@
 //! `GET /api/v1/sources` and `GET /api/v1/events/{id}`.
 
 use super::doc::page;
-use super::extract::{ApiPath, NoParams, Query, Viewer};
+use super::extract::{ApiPath, NoParams, PageQuery, Query, Viewer, page_by_name};
 use super::{ApiError, Event};
 use crate::AppState;
 use axum::Json;
@@ -37,7 +37,7 @@ pub struct Source {
 }
 
 page!(
-    /// The configured sources the token sees (one page: there are no more).
+    /// The configured sources the token sees, in the configuration's order.
     SourcePage of Source
 );
 
@@ -47,11 +47,12 @@ page!(
     path = "/api/v1/sources",
     operation_id = "list_sources",
     tag = "sources",
+    params(PageQuery),
     responses((status = 200, description = "The sources the token sees", body = SourcePage))
 )]
 pub(super) async fn sources(
     State(state): State<AppState>,
-    Query(NoParams {}): Query<NoParams>,
+    Query(query): Query<PageQuery>,
     Viewer(caller): Viewer,
 ) -> Result<Json<SourcePage>, ApiError> {
     let summaries =
@@ -74,10 +75,8 @@ pub(super) async fn sources(
             silent: s.silence.silent,
         })
         .collect();
-    Ok(Json(SourcePage {
-        data,
-        next_cursor: None,
-    }))
+    let (data, next_cursor) = page_by_name(data, |s: &Source| &s.name, &query)?;
+    Ok(Json(SourcePage { data, next_cursor }))
 }
 
 /// A forward delivery an archive row produced.

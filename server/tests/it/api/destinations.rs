@@ -42,6 +42,14 @@ async fn an_operators_token_pauses_a_destination_and_retries_its_dead_deliveries
     assert_eq!(status, 200, "{list}");
     assert_eq!(list["data"][0]["name"], "orders-app");
     assert_eq!(list["data"][0]["pending"], 3);
+    let (status, _, one) = get(&app, Some(&viewer), "/api/v1/destinations?limit=1").await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["data"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        one["next_cursor"].is_null(),
+        list["data"].as_array().unwrap().len() == 1,
+        "{one}"
+    );
     assert!(
         !list.to_string().contains("pw@"),
         "the URL's credentials are redacted: {list}"

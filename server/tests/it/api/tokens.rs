@@ -36,6 +36,27 @@ async fn a_token_reads_what_its_role_and_sources_allow_and_nothing_else(backend:
     assert_eq!(sources["next_cursor"], serde_json::Value::Null);
     let (_, _, sources) = get(&app, Some(&all), "/api/v1/sources").await;
     assert_eq!(sources["data"].as_array().unwrap().len(), 4);
+    // Paged like every list: three, then the fourth, in the same order.
+    let (_, _, first) = get(&app, Some(&all), "/api/v1/sources?limit=3").await;
+    assert_eq!(first["data"].as_array().unwrap().len(), 3, "{first}");
+    let next = first["next_cursor"].as_str().unwrap();
+    let (_, _, second) = get(
+        &app,
+        Some(&all),
+        &format!("/api/v1/sources?limit=3&cursor={next}"),
+    )
+    .await;
+    assert_eq!(second["next_cursor"], serde_json::Value::Null);
+    let walked: Vec<serde_json::Value> = first["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["data"].as_array().unwrap())
+        .cloned()
+        .collect();
+    assert_eq!(&walked, sources["data"].as_array().unwrap());
+    let (status, _, problem) = get(&app, Some(&all), "/api/v1/sources?cursor=nowhere").await;
+    assert_eq!(status, 400, "{problem}");
 
     // An event: its body embedded exactly as sent, the headers a viewer may see.
     let (status, _, shown) =
@@ -146,7 +167,7 @@ async fn a_token_reads_what_its_role_and_sources_allow_and_nothing_else(backend:
         problem["detail"]
             .as_str()
             .unwrap()
-            .contains("unknown query parameter \"colour\"; this endpoint takes none"),
+            .contains("unknown query parameter \"colour\"; this endpoint takes cursor, limit"),
         "{problem}"
     );
 }
