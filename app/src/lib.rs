@@ -8,7 +8,7 @@
 //! 2. the domain's pure rules: `envelope`, `schemes`, `providers`, `present`;
 //! 3. `config`, and `headers` (the one header policy, built from the schemes' headers);
 //! 4. `db`, the data layer (with `db::dialect`, where PostgreSQL and SQLite differ);
-//! 5. what hookbox does with the data: `ingest` (the one write path), `forward`,
+//! 5. what hookbox does with the data: `ingest` (the one write path), `forward`, `feed`,
 //!    `maintenance`, `auth`;
 //! 6. `guard`, what every server function checks first;
 //! 7. the dashboard: `session`, then `components`, then `pages` (no page imports another).
@@ -30,6 +30,8 @@ pub mod config;
 pub mod db;
 #[cfg(feature = "ssr")]
 pub mod envelope;
+#[cfg(feature = "ssr")]
+pub mod feed;
 #[cfg(feature = "ssr")]
 pub mod forward;
 #[cfg(feature = "ssr")]

@@ -23,7 +23,7 @@ const APP_LAYERS: &[&[&str]] = &[
     // The data layer.
     &["db"],
     // What hookbox does with the data: ingest, forwarding, retention, sign-in.
-    &["ingest", "forward", "maintenance", "auth"],
+    &["ingest", "forward", "feed", "maintenance", "auth"],
     // What every server function checks first.
     &["guard"],
     // The dashboard: session functions, shared widgets, pages, the shell.

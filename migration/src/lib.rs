@@ -21,6 +21,7 @@ mod m20261203_000016_source_last_seen;
 mod m20261203_000017_form_fields;
 mod m20261203_000018_handshake_waits;
 mod m20261203_000019_api_tokens;
+mod m20261204_000020_feed;
 
 pub struct Migrator;
 
@@ -47,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000017_form_fields::Migration),
             Box::new(m20261203_000018_handshake_waits::Migration),
             Box::new(m20261203_000019_api_tokens::Migration),
+            Box::new(m20261204_000020_feed::Migration),
         ]
     }
 }

@@ -17,7 +17,7 @@ use crate::background::Background;
 use app::config::{Config, Destination};
 use app::db::Db;
 use app::forward::{self, AttemptResult, Claimed};
-use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
+use sea_orm::DatabaseBackend;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -105,7 +105,10 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
     if db.backend() == DatabaseBackend::Postgres {
         let listening = stop
             .clone()
-            .run_until_cancelled_owned(listen(db.clone(), peers.clone()));
+            .run_until_cancelled_owned(crate::wakeup::listen(db.clone(), CHANNEL, {
+                let peers = peers.clone();
+                move || peers.notify_one()
+            }));
         background.spawn("forwarder LISTEN", async move {
             listening.await;
         });
@@ -189,64 +192,7 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
 
 /// Tells the other processes on this PostgreSQL database that deliveries were committed.
 async fn announce(db: &Db) {
-    if db.backend() != DatabaseBackend::Postgres {
-        return;
-    }
-    let notify = Statement::from_string(
-        DatabaseBackend::Postgres,
-        format!("SELECT pg_notify('{CHANNEL}', '')"),
-    );
-    if let Err(e) = db.writer.execute_raw(notify).await {
-        tracing::debug!(error = %e, "forwarder: NOTIFY failed; the others poll");
-    }
-}
-
-/// Listens on [`CHANNEL`] on a connection of its own and wakes the forwarder on each
-/// notification; reconnects after a lost connection (polling covers the gap). Never ends: it is
-/// dropped when the forwarder stops.
-async fn listen(db: Db, peers: Arc<Notify>) {
-    use sea_orm::sqlx::postgres::{PgListener, PgPoolOptions};
-    let options = db
-        .writer
-        .get_postgres_connection_pool()
-        .connect_options()
-        .as_ref()
-        .clone();
-    let pool = PgPoolOptions::new()
-        .max_connections(1)
-        .min_connections(0)
-        .acquire_timeout(app::db::ACQUIRE_TIMEOUT)
-        .connect_lazy_with(options);
-    loop {
-        let mut listener = match PgListener::connect_with(&pool).await {
-            Ok(listener) => listener,
-            Err(e) => {
-                tracing::debug!(error = %e, "forwarder: cannot LISTEN yet; polling");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        if let Err(e) = listener.listen(CHANNEL).await {
-            tracing::debug!(error = %e, "forwarder: LISTEN failed; polling");
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
-        }
-        loop {
-            match listener.try_recv().await {
-                Ok(Some(_)) => peers.notify_one(),
-                // The connection was lost: wake (something may have been missed) and listen again.
-                Ok(None) => {
-                    peers.notify_one();
-                    break;
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "forwarder: the LISTEN connection failed");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    break;
-                }
-            }
-        }
-    }
+    crate::wakeup::announce(db, CHANNEL).await;
 }
 
 async fn attempt(db: Db, destination: Destination, client: reqwest::Client, claimed: Claimed) {

@@ -5,6 +5,7 @@ pub mod background;
 pub mod check_config;
 pub mod database;
 pub mod export;
+pub mod feed;
 pub mod forwarder;
 pub mod handshake;
 pub mod hooks;
@@ -19,6 +20,7 @@ pub mod send;
 pub mod serve;
 pub mod tokens;
 pub mod users;
+pub mod wakeup;
 
 use app::config::Config;
 use app::db::Db;
@@ -35,6 +37,8 @@ pub struct AppState {
     pub settings: Arc<app::config::Settings>,
     /// Notified when ingest commits a delivery with forward rows: the forwarder wakes.
     pub forward_wake: Arc<tokio::sync::Notify>,
+    /// Told of every delivery this process commits: the pull feed's long polls wake.
+    pub feed: Arc<feed::FeedSignal>,
     /// Where the endpoint records what it refuses; `serve` starts its writer (until then rows
     /// are dropped and counted).
     pub rejected_log: rejected_log::RejectedLog,
@@ -55,6 +59,7 @@ impl AppState {
             metrics: handle,
             settings: Arc::default(),
             forward_wake: Arc::default(),
+            feed: Arc::default(),
             rejected_log: rejected_log::RejectedLog::default(),
             in_flight: routes::per_user::InFlight::default(),
         }

@@ -108,6 +108,15 @@ const BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// A feed consumer's lag: items behind (counted up to `consumers::LAG_COUNT_CAP`) and the age
+/// of the oldest of them, in seconds.
+pub fn feed_lag(consumer: &str, items: i64, seconds: i64) {
+    metrics::gauge!("hookbox_feed_consumer_lag_items", "consumer" => consumer.to_string())
+        .set(items as f64);
+    metrics::gauge!("hookbox_feed_consumer_lag_seconds", "consumer" => consumer.to_string())
+        .set(seconds as f64);
+}
+
 /// Installs the process-wide recorder once and returns its handle.
 pub fn install() -> PrometheusHandle {
     HANDLE
@@ -171,6 +180,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
     }
     read_verify_runs(&state).await;
     read_open_problems(&state).await;
+    crate::feed::export_lag(&state.db).await;
     if !state.config.destinations.is_empty() {
         read_forward_dead(&state).await;
         match app::forward::backlog(&state.db).await {
@@ -205,12 +215,13 @@ pub async fn render(State(state): State<AppState>) -> Response {
 }
 
 /// A read of the database at scrape failed (its gauges keep their previous value).
-const READ_FAILURES: &str = "hookbox_metrics_read_failures_total";
+pub(crate) const READ_FAILURES: &str = "hookbox_metrics_read_failures_total";
 const READS: &[&str] = &[
     "forward_backlog",
     "forward_dead",
     "verify_runs",
     "open_problems",
+    "feed_lag",
 ];
 
 /// How often a scrape reads the open problems at most: the read groups every open failure (an

@@ -140,6 +140,7 @@ pub async fn serve_on(
             },
         ),
     );
+    crate::feed::start(&db, &state.feed, &stopping);
     let trigger = stopping.clone();
     stopping.spawn("shutdown signal", async move {
         tokio::select! {

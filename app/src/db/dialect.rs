@@ -166,6 +166,19 @@ impl Dialect {
         }
     }
 
+    /// The pull feed's visibility horizon, as a 64-bit integer: only archive rows whose
+    /// `feed_tx` is below it are served. PostgreSQL: the oldest transaction still running (the
+    /// snapshot's xmin), so a row whose transaction commits later always sorts after every row
+    /// served (PgQ's rule). SQLite: no bound, as one writer at a time makes id order commit order.
+    pub fn feed_horizon(self) -> &'static str {
+        match self {
+            Dialect::Postgres => {
+                "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)"
+            }
+            Dialect::Sqlite => "9223372036854775807",
+        }
+    }
+
     /// The start, in Unix seconds (a 64-bit integer), of the `seconds`-long period the stored
     /// time `column` falls in: `period_start("received_at", 900)` is its quarter hour.
     pub fn period_start(self, column: &str, seconds: i64) -> String {

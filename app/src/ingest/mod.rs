@@ -52,6 +52,15 @@ pub struct Received<'a> {
     pub forward_to: &'a [String],
 }
 
+/// What a delivery without a snapshot hands on, to a destination (forwarding) and to the pull
+/// feed alike: a form body's fields as a JSON object, else the body as received.
+pub fn payload_text(body_fields: Option<&str>, body: &[u8]) -> String {
+    body_fields.map_or_else(
+        || String::from_utf8_lossy(body).into_owned(),
+        str::to_string,
+    )
+}
+
 /// The SHA-256 of a body, for [`Received::signed_body_digest`].
 pub fn body_digest(body: &[u8]) -> [u8; 32] {
     use sha2::{Digest, Sha256};

@@ -367,13 +367,8 @@ impl<'a> Delivery<'a> {
             && envelope.revision.is_some()
             && envelope.snapshot.is_some();
         // A form is forwarded as the JSON object of its fields: the payload is embedded as JSON.
-        let body_payload =
-            (envelope.snapshot.is_none() && !received.forward_to.is_empty()).then(|| {
-                received
-                    .body_fields
-                    .clone()
-                    .unwrap_or_else(|| String::from_utf8_lossy(received.body).into_owned())
-            });
+        let body_payload = (envelope.snapshot.is_none() && !received.forward_to.is_empty())
+            .then(|| super::payload_text(received.body_fields.as_deref(), received.body));
         let destinations = serde_json::Value::from(received.forward_to.to_vec()).to_string();
         Delivery {
             dialect,

@@ -4,13 +4,15 @@
 //! The inbox and the projection are never purged (guarantee 6 of `docs/webhooks.md`), nor are
 //! pending or dead forward deliveries: they wait for an attempt or an operator.
 //!
-//! Deletion goes in small batches, each statement its own transaction, so no lock is held for
+//! Deletion goes in small batches, each its own transaction (which also records the feed's
+//! horizon: `feed::record_purged`), so no lock is held for
 //! long and ingest (which only inserts new archive rows) never waits on a purge.
 
 use crate::db::Db;
 use crate::db::dialect::Dialect;
+use crate::feed::Cursor;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait};
 
 /// Rows per delete statement.
 pub const DEFAULT_BATCH: usize = 1000;
@@ -31,7 +33,9 @@ pub async fn purge_archive(db: &Db, older_than: DateTime<Utc>, batch: usize) -> 
     let batch = batch.max(1);
     let mut total = 0;
     loop {
-        let deleted = purge_batch(db.maintenance(), older_than, batch).await?;
+        let transaction = db.maintenance().begin().await?;
+        let deleted = purge_batch(&transaction, older_than, batch).await?;
+        transaction.commit().await?;
         total += deleted;
         if deleted < batch as u64 {
             return Ok(total);
@@ -39,7 +43,9 @@ pub async fn purge_archive(db: &Db, older_than: DateTime<Utc>, batch: usize) -> 
     }
 }
 
-/// Deletes at most `batch` of the oldest archive rows received before `older_than`.
+/// Deletes at most `batch` of the oldest archive rows received before `older_than`, and records
+/// the greatest feed place it deleted (`feed::record_purged`) in the same transaction: `conn` is
+/// a transaction, so a cursor before what is gone is answered 410, never skipped silently.
 ///
 /// On PostgreSQL, rows another purge (another hookbox process) has locked are skipped rather
 /// than waited for, so concurrent purges take disjoint batches.
@@ -52,18 +58,30 @@ pub async fn purge_batch<C: ConnectionTrait>(
     let sql = format!(
         "DELETE FROM webhook_events WHERE id IN (
              SELECT id FROM webhook_events WHERE received_at < $1
-             ORDER BY received_at LIMIT $2{})",
+             ORDER BY received_at LIMIT $2{})
+         RETURNING feed_tx, id",
         Dialect::of(backend).lock_skipping_locked()
     );
     let limit = i64::try_from(batch).unwrap_or(i64::MAX);
-    let result = conn
-        .execute_raw(Statement::from_sql_and_values(
+    let deleted = conn
+        .query_all_raw(Statement::from_sql_and_values(
             backend,
             sql,
             vec![older_than.into(), limit.into()],
         ))
         .await?;
-    Ok(result.rows_affected())
+    let mut through: Option<Cursor> = None;
+    for row in &deleted {
+        let place = Cursor {
+            tx: row.try_get("", "feed_tx")?,
+            id: row.try_get("", "id")?,
+        };
+        through = through.max(Some(place));
+    }
+    if let Some(through) = through {
+        crate::feed::record_purged(conn, through).await?;
+    }
+    Ok(deleted.len() as u64)
 }
 
 /// Deletes the audit rows (sign-ins, replays, exports, …) older than `older_than`, `batch` per

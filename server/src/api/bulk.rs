@@ -129,6 +129,7 @@ pub(super) async fn replay(
         })?;
     if !request.dry_run {
         state.forward_wake.notify_one();
+        state.feed.committed();
     }
     Ok(Json(BulkAnswer {
         matched,

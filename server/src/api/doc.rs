@@ -29,6 +29,7 @@ use utoipa::{Modify, OpenApi};
         (name = "events", description = "The archive: every delivery, its status and error; replays"),
         (name = "sources", description = "The configured sources and their objects' revisions"),
         (name = "destinations", description = "Forwarding accepted events to the application"),
+        (name = "feed", description = "The pull feed: applied and accepted deliveries in commit order, and named consumers whose cursor hookbox keeps"),
         (name = "operators", description = "Refused requests and the audit log, for operators' tokens of every source"),
     )
 )]
@@ -93,9 +94,14 @@ impl Modify for ProblemResponses {
                 .build()
         };
         for item in openapi.paths.paths.values_mut() {
-            for operation in [&mut item.get, &mut item.post, &mut item.put]
-                .into_iter()
-                .flatten()
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
             {
                 let responses = &mut operation.responses.responses;
                 for (status, why) in PROBLEMS {

@@ -14,6 +14,7 @@ mod destinations;
 pub mod doc;
 mod events;
 mod extract;
+mod feed;
 mod objects;
 mod operators;
 pub mod problem;
@@ -60,6 +61,12 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(destinations::resume))
         .routes(routes!(operators::rejected))
         .routes(routes!(operators::audit))
+        .routes(routes!(feed::read))
+        .routes(routes!(feed::list))
+        .routes(routes!(feed::put, feed::get, feed::delete))
+        .routes(routes!(feed::items))
+        .routes(routes!(feed::commit))
+        .routes(routes!(feed::seek))
 }
 
 /// The OpenAPI 3.1 document of the API, as `GET /api/v1/openapi.json` answers it.

@@ -34,6 +34,9 @@ pub enum ApiError {
     Unavailable,
     /// 405: the path does not take this method (`Allow` lists those it takes).
     MethodNotAllowed(String),
+    /// 410: the feed's items after a cursor are past the archive's retention; `oldest_cursor`
+    /// is the earliest still served.
+    Gone { why: String, oldest_cursor: String },
 }
 
 /// An RFC 9457 problem document, as every error of the API answers it.
@@ -60,6 +63,10 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(required = false)]
     pub actual_count: Option<usize>,
+    /// For `gone`: the earliest feed cursor still served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false)]
+    pub oldest_cursor: Option<String>,
 }
 
 tokio::task_local! {
@@ -133,6 +140,7 @@ impl ApiError {
                 "Unavailable",
                 "the database did not answer: retry later".into(),
             ),
+            ApiError::Gone { why, .. } => (StatusCode::GONE, "gone", "Gone", why.clone()),
             ApiError::MethodNotAllowed(method) => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method-not-allowed",
@@ -153,6 +161,10 @@ impl ApiError {
             request_id: request_id.to_string(),
             actual_count: match &self {
                 ApiError::CountChanged { actual, .. } => Some(*actual),
+                _ => None,
+            },
+            oldest_cursor: match &self {
+                ApiError::Gone { oldest_cursor, .. } => Some(oldest_cursor.clone()),
                 _ => None,
             },
         };

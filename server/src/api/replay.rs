@@ -94,6 +94,7 @@ pub(super) async fn replay(
     let mut event = None;
     if !request.dry_run {
         state.forward_wake.notify_one();
+        state.feed.committed();
         tracing::info!(token = %caller.name, replay_of = id, outcome = recorded.outcome.name(), "replayed through the API");
         event = app::db::events::stored_delivery(&state.db, recorded.archive_id)
             .await?

@@ -391,6 +391,8 @@ async fn ingest(
             BodySeen::default(),
         )
     })?;
+    // Whatever the outcome: a commit may also let the feed serve rows held behind it.
+    state.feed.committed();
     source_metrics.delivered(outcome.kind()).increment(1);
     // What the shipped silence alert reads (`deploy/prometheus/alerts.yml`).
     source_metrics

@@ -30,7 +30,7 @@ fn received(body: &str) -> Received<'_> {
 }
 
 /// Runs a delivery's transaction up to, not including, its commit.
-async fn hold(db: &Db, body: &str) -> (DatabaseTransaction, Outcome, i32) {
+pub(crate) async fn hold(db: &Db, body: &str) -> (DatabaseTransaction, Outcome, i32) {
     let txn = ingest::begin(db).await.expect("begin");
     let recorded = ingest::apply_in(
         &txn,

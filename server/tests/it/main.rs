@@ -18,6 +18,7 @@ mod check_config;
 mod concurrency;
 mod dashboard;
 mod faults;
+mod feed;
 mod find;
 mod flood;
 mod forward_claim;

@@ -7,11 +7,13 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 17] = [
+const TABLES: [&str; 19] = [
     "api_tokens",
     "archive_quarter_counts",
     "archive_quarters_counted",
     "audit_log",
+    "feed_consumers",
+    "feed_horizon",
     "forward_attempts",
     "forward_deliveries",
     "forward_destinations",

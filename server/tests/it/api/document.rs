@@ -19,7 +19,7 @@ async fn the_document_is_served_without_a_token_and_names_every_operation() {
             assert!(ids.insert(id.clone()), "operationId {id} twice");
             let responses = operation["responses"].as_object().unwrap();
             assert!(
-                responses.contains_key("200"),
+                responses.keys().any(|status| status.starts_with('2')),
                 "{method} {path}: {responses:?}"
             );
             assert_eq!(
@@ -33,11 +33,16 @@ async fn the_document_is_served_without_a_token_and_names_every_operation() {
     assert_eq!(
         operations,
         [
+            "DELETE /api/v1/feed/consumers/{name}",
             "GET /api/v1/audit",
             "GET /api/v1/destinations",
             "GET /api/v1/destinations/{name}/deliveries",
             "GET /api/v1/events",
             "GET /api/v1/events/{id}",
+            "GET /api/v1/feed",
+            "GET /api/v1/feed/consumers",
+            "GET /api/v1/feed/consumers/{name}",
+            "GET /api/v1/feed/consumers/{name}/items",
             "GET /api/v1/rejected",
             "GET /api/v1/sources",
             "GET /api/v1/sources/{source}/objects/{object_id}",
@@ -48,6 +53,9 @@ async fn the_document_is_served_without_a_token_and_names_every_operation() {
             "POST /api/v1/destinations/{name}/retry",
             "POST /api/v1/events/replay",
             "POST /api/v1/events/{id}/replay",
+            "POST /api/v1/feed/consumers/{name}/commit",
+            "POST /api/v1/feed/consumers/{name}/seek",
+            "PUT /api/v1/feed/consumers/{name}",
         ]
     );
     // The bearer token, required everywhere.
@@ -68,6 +76,21 @@ async fn the_document_is_served_without_a_token_and_names_every_operation() {
         "received_at",
     ] {
         assert!(event.get(field).is_some(), "Event has no {field}: {event}");
+    }
+    let item = &document["components"]["schemas"]["FeedItem"]["properties"];
+    for field in [
+        "cursor",
+        "source",
+        "event_id",
+        "type",
+        "object_id",
+        "revision",
+        "outcome",
+        "snapshot",
+        "payload",
+        "received_at",
+    ] {
+        assert!(item.get(field).is_some(), "FeedItem has no {field}: {item}");
     }
     assert_eq!(
         document["components"]["schemas"]["Status"]["enum"],

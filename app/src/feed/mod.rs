@@ -1,0 +1,462 @@
+//! The pull feed: the applied and accepted deliveries of the archive in commit order, for
+//! programs that read instead of taking a push (`docs/feed.md`).
+//!
+//! - Order: (`feed_tx`, `id`) of `webhook_events`. On PostgreSQL `feed_tx` is the writing
+//!   transaction's id, and only rows whose transaction is older than every one still running are
+//!   served ([`Dialect::feed_horizon`]): a row that commits later sorts after every row served,
+//!   so a reader that passed a cursor never misses what commits behind it. On SQLite one writer
+//!   at a time makes id order commit order.
+//! - A [`Cursor`] is a place in that order; the feed answers the items after it.
+//! - Retention: the archive's purge records the last place it deleted ([`record_purged`]); a
+//!   cursor before it asks for rows that are gone ([`FeedError::Gone`]).
+//! - Bounds: at most [`MAX_LIMIT`] items and about [`PAGE_BYTES`] of bodies a page (always at
+//!   least one item), read on the dashboard's pool under its statement timeout.
+//!
+//! [`consumers`]: named readers whose committed cursor hookbox keeps.
+
+pub mod consumers;
+
+use crate::db::Db;
+use crate::db::dialect::Dialect;
+use crate::model::OutcomeKind;
+use chrono::{DateTime, Utc};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement, Value};
+use std::fmt;
+
+/// The most items one page holds.
+pub const MAX_LIMIT: usize = 500;
+
+/// About how many body bytes one page holds: the page ends at the first item past it.
+pub const PAGE_BYTES: i64 = 4 * 1024 * 1024;
+
+/// The most sources or types a selection names.
+pub const MAX_NAMES: usize = 50;
+
+/// The longest type a selection names, in bytes.
+pub const MAX_TYPE_BYTES: usize = 200;
+
+/// A place in the feed's order: the items after it come next. Written `<tx>.<id>`; programs
+/// keep it as the opaque text it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Cursor {
+    pub tx: i64,
+    pub id: i64,
+}
+
+impl Cursor {
+    /// Before every item.
+    pub const START: Cursor = Cursor { tx: 0, id: 0 };
+
+    /// Reads a cursor hookbox gave out; `None` for any other text.
+    pub fn parse(text: &str) -> Option<Cursor> {
+        let (tx, id) = text.split_once('.')?;
+        let number = |part: &str| -> Option<i64> {
+            if part.is_empty() || part.len() > 19 || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            part.parse().ok()
+        };
+        Some(Cursor {
+            tx: number(tx)?,
+            id: number(id)?,
+        })
+    }
+
+    /// The place just before an item: every item before `item` is at or before it.
+    fn before(item: Cursor) -> Cursor {
+        Cursor {
+            tx: item.tx,
+            id: item.id - 1,
+        }
+    }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.tx, self.id)
+    }
+}
+
+/// Which items a read takes: sources and types (`None`: all), and which outcomes beyond the
+/// applied and accepted ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub sources: Option<Vec<String>>,
+    pub types: Option<Vec<String>>,
+    pub include_stale: bool,
+    pub include_duplicate: bool,
+}
+
+impl Selection {
+    /// The outcomes served: applied and accepted (what forwarding sends), and those included.
+    pub fn outcomes(&self) -> Vec<OutcomeKind> {
+        let mut outcomes = vec![OutcomeKind::Applied, OutcomeKind::Accepted];
+        if self.include_stale {
+            outcomes.push(OutcomeKind::Stale);
+        }
+        if self.include_duplicate {
+            outcomes.push(OutcomeKind::Duplicate);
+        }
+        outcomes
+    }
+
+    /// The selection narrowed to the sources a caller may see (`None`: every source).
+    pub fn within(mut self, scope: Option<&[String]>) -> Selection {
+        if let Some(scope) = scope {
+            self.sources = Some(match self.sources {
+                None => scope.to_vec(),
+                Some(names) => names.into_iter().filter(|n| scope.contains(n)).collect(),
+            });
+        }
+        self
+    }
+
+    /// Its conditions on `webhook_events e`, with their values numbered from `next`.
+    fn conditions(&self, dialect: Dialect, values: &mut Vec<Value>) -> String {
+        let outcomes: Vec<String> = self
+            .outcomes()
+            .iter()
+            .map(|o| format!("'{}'", o.as_str()))
+            .collect();
+        let mut sql = format!(" AND e.outcome IN ({})", outcomes.join(", "));
+        for (column, names) in [("e.source", &self.sources), ("e.event_type", &self.types)] {
+            if let Some(names) = names {
+                values.push(serde_json::Value::from(names.clone()).to_string().into());
+                sql.push_str(&format!(
+                    " AND {column} IN (SELECT value FROM {})",
+                    dialect.json_strings(&format!("${}", values.len()))
+                ));
+            }
+        }
+        sql
+    }
+}
+
+/// What a selection may name, checked before it is stored or read: its lists bounded, each name
+/// non-empty and bounded.
+pub fn check_names(what: &str, names: &[String]) -> Result<(), String> {
+    if names.is_empty() {
+        return Err(format!("{what} is empty; leave it out to take every one"));
+    }
+    if names.len() > MAX_NAMES {
+        return Err(format!(
+            "{what} names {} entries; at most {MAX_NAMES}",
+            names.len()
+        ));
+    }
+    if let Some(bad) = names
+        .iter()
+        .find(|n| n.is_empty() || n.len() > MAX_TYPE_BYTES)
+    {
+        return Err(format!(
+            "{what} has an entry of {} bytes; each is 1 to {MAX_TYPE_BYTES}",
+            bad.len()
+        ));
+    }
+    Ok(())
+}
+
+/// One item of the feed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub cursor: Cursor,
+    pub source: String,
+    pub event_id: String,
+    pub event_type: Option<String>,
+    pub object_id: Option<String>,
+    pub revision: Option<i64>,
+    pub outcome: OutcomeKind,
+    pub content: Content,
+    pub received_at: DateTime<Utc>,
+}
+
+/// An item's content, as JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// The snapshot the event carried (a snapshot source).
+    Snapshot(String),
+    /// What a dedup source's delivery hands on: the body, or a form's fields
+    /// ([`crate::ingest::payload_text`], as forwarding sends it).
+    Payload(String),
+}
+
+/// A page of the feed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub items: Vec<Item>,
+    /// What the next read passes as its cursor: the last item's, or the one asked with.
+    pub next: Cursor,
+    /// Empty, while rows of transactions still running wait behind the horizon: a long poll
+    /// looks again shortly rather than waiting for a wake-up.
+    pub held_back: bool,
+}
+
+/// Why a read has no page.
+#[derive(Debug)]
+pub enum FeedError {
+    /// The cursor is before the archive's retention: the rows after it are gone. `oldest` is
+    /// the earliest cursor still served.
+    Gone {
+        oldest: Cursor,
+    },
+    Db(DbErr),
+}
+
+impl From<DbErr> for FeedError {
+    fn from(e: DbErr) -> Self {
+        FeedError::Db(e)
+    }
+}
+
+impl fmt::Display for FeedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FeedError::Gone { oldest } => write!(
+                f,
+                "the items after this cursor are past the archive's retention and gone; the oldest cursor still served is {oldest}"
+            ),
+            FeedError::Db(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// The greatest place the archive's purge deleted, if it deleted any.
+pub async fn purged_through<C: ConnectionTrait>(conn: &C) -> Result<Option<Cursor>, DbErr> {
+    let row = conn
+        .query_one_raw(Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT feed_tx, id FROM feed_horizon WHERE k = 1",
+        ))
+        .await?;
+    row.map(|r| cursor_of(&r, "feed_tx", "id")).transpose()
+}
+
+/// Records that the purge deleted rows up to `through` (never moves back); run in the purge's
+/// own transaction.
+pub async fn record_purged<C: ConnectionTrait>(conn: &C, through: Cursor) -> Result<(), DbErr> {
+    conn.execute_raw(Statement::from_sql_and_values(
+        conn.get_database_backend(),
+        "INSERT INTO feed_horizon (k, feed_tx, id) VALUES (1, $1, $2)
+         ON CONFLICT (k) DO UPDATE SET feed_tx = excluded.feed_tx, id = excluded.id
+         WHERE (feed_horizon.feed_tx, feed_horizon.id) < (excluded.feed_tx, excluded.id)",
+        vec![through.tx.into(), through.id.into()],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// The earliest cursor still served: after the last purged place, or the start.
+pub async fn earliest(db: &Db) -> Result<Cursor, DbErr> {
+    Ok(purged_through(&db.conn).await?.unwrap_or(Cursor::START))
+}
+
+/// The cursor after every item served now (whatever its selection): where `seek latest` goes.
+pub async fn latest(db: &Db) -> Result<Cursor, DbErr> {
+    let dialect = Dialect::of(db.backend());
+    let row = db
+        .conn
+        .query_one_raw(Statement::from_string(
+            db.backend(),
+            format!(
+                "SELECT feed_tx, id FROM webhook_events WHERE feed_tx < {}
+                 ORDER BY feed_tx DESC, id DESC LIMIT 1",
+                dialect.feed_horizon()
+            ),
+        ))
+        .await?;
+    match row {
+        Some(row) => cursor_of(&row, "feed_tx", "id"),
+        None => earliest(db).await,
+    }
+}
+
+/// The cursor just before the first delivery received at or after `at` (by its receipt time),
+/// or [`latest`] when none was.
+pub async fn at_time(db: &Db, at: DateTime<Utc>) -> Result<Cursor, DbErr> {
+    let row = db
+        .conn
+        .query_one_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "SELECT feed_tx, id FROM webhook_events WHERE received_at >= $1
+             ORDER BY received_at, id LIMIT 1",
+            vec![at.into()],
+        ))
+        .await?;
+    let found = match row {
+        Some(row) => Cursor::before(cursor_of(&row, "feed_tx", "id")?),
+        None => return latest(db).await,
+    };
+    Ok(found.max(earliest(db).await?))
+}
+
+/// The items after `after` (from the oldest kept when `None`) that `selection` takes, at most
+/// `limit` (1 to [`MAX_LIMIT`]) and about [`PAGE_BYTES`].
+pub async fn read(
+    db: &Db,
+    after: Option<Cursor>,
+    selection: &Selection,
+    limit: usize,
+) -> Result<Page, FeedError> {
+    let purged = purged_through(&db.conn).await?;
+    let after = match (after, purged) {
+        (Some(after), Some(purged)) if after < purged => {
+            return Err(FeedError::Gone { oldest: purged });
+        }
+        (Some(after), _) => after,
+        (None, _) => Cursor::START,
+    };
+    let limit = limit.clamp(1, MAX_LIMIT);
+    let dialect = Dialect::of(db.backend());
+    // First the places and sizes alone, then the bodies of those within the page's bytes.
+    let mut values: Vec<Value> = vec![after.tx.into(), after.id.into()];
+    let conditions = selection.conditions(dialect, &mut values);
+    values.push(i64::try_from(limit).unwrap_or(500).into());
+    let places = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT e.id, e.feed_tx, {bytes} AS bytes FROM webhook_events e
+                 WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {horizon}{conditions}
+                 ORDER BY e.feed_tx, e.id LIMIT ${n}",
+                bytes = dialect.byte_length("e.body"),
+                horizon = dialect.feed_horizon(),
+                n = values.len(),
+            ),
+            values,
+        ))
+        .await?;
+    let mut ids = Vec::with_capacity(places.len());
+    let mut bytes = 0i64;
+    for place in &places {
+        if !ids.is_empty() && bytes >= PAGE_BYTES {
+            break;
+        }
+        ids.push(place.try_get::<i64>("", "id")?);
+        bytes += place.try_get::<i64>("", "bytes")?;
+    }
+    if ids.is_empty() {
+        return Ok(Page {
+            items: Vec::new(),
+            next: after,
+            held_back: held_back(db, after).await?,
+        });
+    }
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT e.id, e.feed_tx, e.source, e.event_id, e.event_type, e.object_id,
+                        e.revision, e.outcome, e.received_at, e.body, e.body_fields,
+                        {snapshot} AS snapshot
+                 FROM webhook_events e
+                 LEFT JOIN webhook_inbox i ON i.source = e.source AND i.event_id = e.event_id
+                 WHERE e.id {among}
+                 ORDER BY e.feed_tx, e.id",
+                snapshot = dialect.json_text("i.snapshot"),
+                among = dialect.among_ids("$1"),
+            ),
+            vec![dialect.id_list(&ids).into()],
+        ))
+        .await?;
+    let items = rows.iter().map(item_of).collect::<Result<Vec<_>, _>>()?;
+    let next = items.last().map_or(after, |i| i.cursor);
+    Ok(Page {
+        items,
+        next,
+        held_back: false,
+    })
+}
+
+/// Whether rows after `after` wait behind the horizon (PostgreSQL: transactions still running
+/// wrote them, or one older still runs).
+async fn held_back(db: &Db, after: Cursor) -> Result<bool, DbErr> {
+    let dialect = Dialect::of(db.backend());
+    if dialect == Dialect::Sqlite {
+        return Ok(false);
+    }
+    let row = db
+        .conn
+        .query_one_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT count(*) AS n FROM (SELECT 1 FROM webhook_events
+                 WHERE (feed_tx, id) > ($1, $2) AND feed_tx >= {} LIMIT 1) AS waiting",
+                dialect.feed_horizon()
+            ),
+            vec![after.tx.into(), after.id.into()],
+        ))
+        .await?;
+    Ok(row
+        .map(|r| r.try_get::<i64>("", "n"))
+        .transpose()?
+        .unwrap_or(0)
+        > 0)
+}
+
+fn cursor_of(row: &QueryResult, tx: &str, id: &str) -> Result<Cursor, DbErr> {
+    Ok(Cursor {
+        tx: row.try_get("", tx)?,
+        id: row.try_get("", id)?,
+    })
+}
+
+fn item_of(row: &QueryResult) -> Result<Item, DbErr> {
+    let outcome: String = row.try_get("", "outcome")?;
+    let snapshot: Option<String> = row.try_get("", "snapshot")?;
+    let content = match snapshot {
+        Some(snapshot) => Content::Snapshot(snapshot),
+        None => {
+            let body: Vec<u8> = row.try_get("", "body")?;
+            let fields: Option<String> = row.try_get("", "body_fields")?;
+            Content::Payload(crate::ingest::payload_text(fields.as_deref(), &body))
+        }
+    };
+    Ok(Item {
+        cursor: cursor_of(row, "feed_tx", "id")?,
+        source: row.try_get("", "source")?,
+        event_id: row
+            .try_get::<Option<String>>("", "event_id")?
+            .unwrap_or_default(),
+        event_type: row.try_get("", "event_type")?,
+        object_id: row.try_get("", "object_id")?,
+        revision: row.try_get("", "revision")?,
+        outcome: OutcomeKind::parse(&outcome)
+            .ok_or_else(|| DbErr::Custom(format!("unknown outcome {outcome:?} in the archive")))?,
+        content,
+        received_at: row.try_get("", "received_at")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_reads_back_as_written_and_nothing_else_reads() {
+        let cursor = Cursor { tx: 7_304, id: 12 };
+        assert_eq!(Cursor::parse(&cursor.to_string()), Some(cursor));
+        for bad in [
+            "",
+            "1",
+            "1.",
+            ".1",
+            "a.1",
+            "1.-1",
+            "1.2.3",
+            " 1.2",
+            "99999999999999999999.1",
+        ] {
+            assert_eq!(Cursor::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn cursors_order_by_transaction_then_id() {
+        let a = Cursor { tx: 5, id: 900 };
+        let b = Cursor { tx: 6, id: 10 };
+        assert!(a < b);
+        assert!(Cursor::before(b) < b && a < Cursor::before(b));
+    }
+}

@@ -1,0 +1,686 @@
+//! `/api/v1/feed`: the pull feed ([`app::feed`]) and its named consumers
+//! ([`app::feed::consumers`]), for the token's sources.
+//!
+//! - `wait` (0 to 30 s, never past the request deadline) holds an empty answer until a commit
+//!   wakes it ([`crate::feed::FeedSignal`]) or the wait ends; at most
+//!   [`crate::feed::MAX_WAITERS`] wait at once per process (429 beyond).
+//! - A token limited to some sources reads only theirs, and uses only the consumers that read
+//!   nothing else (the others are 404 to it).
+//! - Any token reads, creates, commits and seeks; deleting a consumer is an operator's.
+
+use super::ApiError;
+use super::doc::page;
+use super::extract::{ApiPath, Body, NoParams, Operator, PageQuery, Query, Viewer, page_by_name};
+use crate::AppState;
+use app::auth::tokens::Caller;
+use app::feed::consumers::{self, Consumer, ConsumerError, Seek};
+use app::feed::{Content, Cursor, FeedError, Item, Page, Selection};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::value::RawValue;
+use std::time::Duration;
+
+/// The longest `wait`, in seconds.
+pub const MAX_WAIT_SECS: u64 = 30;
+
+/// While rows of running transactions wait behind the feed's horizon, a long poll looks again
+/// after this.
+const HELD_BACK_RECHECK: Duration = Duration::from_millis(20);
+
+/// A long poll looks again after this even when nothing woke it (a commit of another process on
+/// SQLite, a lost notification).
+const BACKSTOP: Duration = Duration::from_secs(1);
+
+/// One item of the feed.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "cursor": "48213.9120",
+    "source": "shop",
+    "event_id": "evt_1001",
+    "type": "order.updated",
+    "object_id": "order_17",
+    "revision": 4,
+    "outcome": "applied",
+    "snapshot": {"id": "order_17", "status": "paid", "total": 129.5},
+    "received_at": "2026-12-04T06:25:12.481Z"
+}))]
+pub struct FeedItem {
+    /// This item's place: a cursor to read after it, or to commit.
+    pub cursor: String,
+    pub source: String,
+    pub event_id: String,
+    #[serde(rename = "type")]
+    pub event_type: Option<String>,
+    pub object_id: Option<String>,
+    pub revision: Option<i64>,
+    /// `applied` or `accepted` (and `stale`, `duplicate` when included).
+    pub outcome: app::model::OutcomeKind,
+    /// A snapshot source's snapshot, as the inbox holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Value, required = false)]
+    pub snapshot: Option<Box<RawValue>>,
+    /// A dedup source's delivery: the body as received (a form's fields as an object).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Value, required = false)]
+    pub payload: Option<Box<RawValue>>,
+    #[schema(format = DateTime)]
+    pub received_at: String,
+}
+
+impl From<Item> for FeedItem {
+    fn from(item: Item) -> FeedItem {
+        // The stored text as it is (no number changes); a text that is not JSON as a string.
+        let raw = |text: String| {
+            RawValue::from_string(text.clone()).unwrap_or_else(|_| {
+                RawValue::from_string(serde_json::Value::String(text).to_string())
+                    .expect("a JSON string is JSON")
+            })
+        };
+        let (snapshot, payload) = match item.content {
+            Content::Snapshot(text) => (Some(raw(text)), None),
+            Content::Payload(text) => (None, Some(raw(text))),
+        };
+        FeedItem {
+            cursor: item.cursor.to_string(),
+            source: item.source,
+            event_id: item.event_id,
+            event_type: item.event_type,
+            object_id: item.object_id,
+            revision: item.revision,
+            outcome: item.outcome,
+            snapshot,
+            payload,
+            received_at: item
+                .received_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        }
+    }
+}
+
+/// A page of the feed.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct FeedPage {
+    pub data: Vec<FeedItem>,
+    /// Pass it as `after` for the next page (the same cursor when the page is empty).
+    pub next_cursor: String,
+}
+
+impl From<Page> for FeedPage {
+    fn from(page: Page) -> FeedPage {
+        FeedPage {
+            next_cursor: page.next.to_string(),
+            data: page.items.into_iter().map(FeedItem::from).collect(),
+        }
+    }
+}
+
+/// What `GET /api/v1/feed` takes.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct FeedQuery {
+    /// The `next_cursor` (or an item's `cursor`) of an earlier answer; none: from the oldest kept.
+    after: Option<String>,
+    /// Items of the page, 1 to 500 (100 when not given); a page also ends past 4 MiB of bodies.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    limit: Option<String>,
+    /// Sources, comma-separated.
+    source: Option<String>,
+    /// Event types, comma-separated.
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+    /// Outcomes served beyond applied and accepted: `stale`, `duplicate`, comma-separated.
+    include: Option<String>,
+    /// Seconds, 0 to 30, to hold an empty answer until an item commits.
+    #[param(value_type = Option<u32>, minimum = 0, maximum = 30)]
+    wait: Option<String>,
+}
+
+/// Applied and accepted deliveries in commit order, after a cursor.
+#[utoipa::path(
+    get,
+    path = "/api/v1/feed",
+    operation_id = "read_feed",
+    tag = "feed",
+    params(FeedQuery),
+    responses(
+        (status = 200, description = "The items after the cursor (none yet: an empty page with the same cursor)", body = FeedPage),
+        (status = 410, description = "The cursor is past the archive's retention; `oldest_cursor` is the earliest served", body = super::problem::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub(super) async fn read(
+    State(state): State<AppState>,
+    Query(query): Query<FeedQuery>,
+    Viewer(caller): Viewer,
+) -> Result<Json<FeedPage>, ApiError> {
+    let limit = super::extract::limit(query.limit.as_deref())?;
+    let after = query.after.as_deref().map(cursor).transpose()?;
+    let mut selection = Selection::default();
+    if let Some(include) = &query.include {
+        for outcome in include.split(',') {
+            match outcome {
+                "stale" => selection.include_stale = true,
+                "duplicate" => selection.include_duplicate = true,
+                other => {
+                    return Err(ApiError::BadRequest(format!(
+                        "include: {other:?} is not an outcome the feed adds; it takes stale and duplicate"
+                    )));
+                }
+            }
+        }
+    }
+    selection.sources = names("source", query.source.as_deref())?;
+    if let Some(sources) = &selection.sources
+        && let Some(unseen) = sources.iter().find(|s| !caller.sees(s))
+    {
+        return Err(ApiError::NotFound(format!(
+            "there is no source {unseen:?} this token may read"
+        )));
+    }
+    selection.types = names("type", query.event_type.as_deref())?;
+    let selection = selection.within(caller.sources.as_deref());
+    let wait = wait(&state, query.wait.as_deref())?;
+    let page = long_poll(&state, wait, || async {
+        app::feed::read(&state.db, after, &selection, limit)
+            .await
+            .map_err(feed_error)
+    })
+    .await?;
+    Ok(Json(page.into()))
+}
+
+/// A consumer as the API shows it.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "name": "warehouse",
+    "sources": ["shop"],
+    "types": null,
+    "committed": "48213.9120",
+    "committed_at": "2026-12-04T06:25:13.002Z",
+    "lag_items": 12,
+    "lag_seconds": 3,
+    "lease_until": null,
+    "created_at": "2026-12-01T09:00:00.000Z",
+    "created_by": "token loader"
+}))]
+pub struct ConsumerView {
+    pub name: String,
+    /// The sources it reads (`null`: every source).
+    pub sources: Option<Vec<String>>,
+    /// The types it reads (`null`: every type).
+    pub types: Option<Vec<String>>,
+    /// Its committed cursor: its reads start after it.
+    pub committed: String,
+    #[schema(format = DateTime)]
+    pub committed_at: Option<String>,
+    /// Items after the committed cursor, counted up to 100,000.
+    pub lag_items: i64,
+    /// The age of the oldest of them, in seconds (0 when there is none).
+    pub lag_seconds: i64,
+    /// Until when a reader holds its lease (`null`: nobody does).
+    #[schema(format = DateTime)]
+    pub lease_until: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// Who created it: `token <name>` or `user <name>`.
+    pub created_by: String,
+}
+
+page!(
+    /// The consumers the token may use, by name.
+    ConsumerPage of ConsumerView
+);
+
+/// What a consumer reads (`PUT`): both optional (every source, every type).
+#[derive(serde::Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"sources": ["shop"], "types": ["order.updated"]}))]
+pub struct ConsumerRequest {
+    sources: Option<Vec<String>>,
+    types: Option<Vec<String>>,
+}
+
+/// A commit: the cursor of the last item processed.
+#[derive(serde::Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"cursor": "48213.9120"}))]
+pub struct CommitRequest {
+    cursor: String,
+    /// The lease holder that reads (when a lease is used).
+    lease: Option<String>,
+}
+
+/// A seek: `earliest`, `latest` or an RFC 3339 time.
+#[derive(serde::Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"to": "2026-12-04T00:00:00Z"}))]
+pub struct SeekRequest {
+    to: String,
+    /// The lease holder that reads (when a lease is used).
+    lease: Option<String>,
+}
+
+/// What a consumer's read takes.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ItemsQuery {
+    /// Items of the page, 1 to 500 (100 when not given).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    limit: Option<String>,
+    /// Seconds, 0 to 30, to hold an empty answer until an item commits.
+    #[param(value_type = Option<u32>, minimum = 0, maximum = 30)]
+    wait: Option<String>,
+    /// A name for this reader: takes (or renews) the consumer's lease for 30 s; while it is
+    /// live, other readers are refused (409).
+    lease: Option<String>,
+}
+
+/// The consumers the token may use.
+#[utoipa::path(
+    get,
+    path = "/api/v1/feed/consumers",
+    operation_id = "list_feed_consumers",
+    tag = "feed",
+    params(PageQuery),
+    responses((status = 200, description = "A page of consumers", body = ConsumerPage))
+)]
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<PageQuery>,
+    Viewer(caller): Viewer,
+) -> Result<Json<ConsumerPage>, ApiError> {
+    let usable: Vec<Consumer> = consumers::list(&state.db)
+        .await?
+        .into_iter()
+        .filter(|c| usable(&caller, c))
+        .collect();
+    let (page, next_cursor) = page_by_name(usable, |c| &c.name, &query)?;
+    let mut data = Vec::with_capacity(page.len());
+    for consumer in page {
+        data.push(view(&state, &caller, consumer).await?);
+    }
+    Ok(Json(ConsumerPage { data, next_cursor }))
+}
+
+/// Creates a consumer at the oldest item kept, or changes what it reads (its cursor stays).
+#[utoipa::path(
+    put,
+    path = "/api/v1/feed/consumers/{name}",
+    operation_id = "put_feed_consumer",
+    tag = "feed",
+    params(("name" = String, Path, description = "1 to 64 letters, digits, '.', '_' or '-'")),
+    request_body = ConsumerRequest,
+    responses(
+        (status = 201, description = "Created", body = ConsumerView),
+        (status = 200, description = "Changed", body = ConsumerView),
+        (status = 409, description = "100 consumers exist already", body = super::problem::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub(super) async fn put(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    Query(NoParams {}): Query<NoParams>,
+    Viewer(caller): Viewer,
+    Body(request): Body<ConsumerRequest>,
+) -> Result<(StatusCode, Json<ConsumerView>), ApiError> {
+    consumers::check_name("the consumer's name", &name).map_err(ApiError::BadRequest)?;
+    if let Some(existing) = consumers::get(&state.db, &name).await?
+        && !usable(&caller, &existing)
+    {
+        return Err(not_found(&name));
+    }
+    let mut selection = Selection::default();
+    if let Some(sources) = request.sources {
+        app::feed::check_names("sources", &sources).map_err(ApiError::BadRequest)?;
+        if let Some(unknown) = sources
+            .iter()
+            .find(|s| !state.config.sources.iter().any(|c| &c.name == *s))
+        {
+            return Err(ApiError::BadRequest(format!(
+                "sources: {unknown:?} is not a configured source"
+            )));
+        }
+        if let Some(unseen) = sources.iter().find(|s| !caller.sees(s)) {
+            return Err(ApiError::Forbidden(format!(
+                "sources: this token may not read {unseen:?}"
+            )));
+        }
+        selection.sources = Some(sources);
+    } else {
+        // A token of some sources makes a consumer of those.
+        selection.sources = caller.sources.clone();
+    }
+    if let Some(types) = request.types {
+        app::feed::check_names("types", &types).map_err(ApiError::BadRequest)?;
+        selection.types = Some(types);
+    }
+    let (consumer, created) = consumers::put(
+        &state.db,
+        &name,
+        &selection,
+        &format!("token {}", caller.name),
+    )
+    .await
+    .map_err(consumer_error)?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(view(&state, &caller, consumer).await?)))
+}
+
+/// A consumer: its committed cursor and lag.
+#[utoipa::path(
+    get,
+    path = "/api/v1/feed/consumers/{name}",
+    operation_id = "get_feed_consumer",
+    tag = "feed",
+    params(("name" = String, Path, description = "The consumer")),
+    responses((status = 200, description = "The consumer", body = ConsumerView))
+)]
+pub(super) async fn get(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    Query(NoParams {}): Query<NoParams>,
+    Viewer(caller): Viewer,
+) -> Result<Json<ConsumerView>, ApiError> {
+    let consumer = find(&state, &caller, &name).await?;
+    Ok(Json(view(&state, &caller, consumer).await?))
+}
+
+/// Deletes a consumer (an operator's).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/feed/consumers/{name}",
+    operation_id = "delete_feed_consumer",
+    tag = "feed",
+    params(("name" = String, Path, description = "The consumer")),
+    responses((status = 204, description = "Deleted"))
+)]
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    Query(NoParams {}): Query<NoParams>,
+    Operator(caller): Operator,
+) -> Result<StatusCode, ApiError> {
+    find(&state, &caller, &name).await?;
+    if !consumers::delete(&state.db, &name).await? {
+        return Err(not_found(&name));
+    }
+    tracing::info!(token = %caller.name, consumer = %name, "feed consumer deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The consumer's next items, after its committed cursor.
+#[utoipa::path(
+    get,
+    path = "/api/v1/feed/consumers/{name}/items",
+    operation_id = "read_feed_consumer",
+    tag = "feed",
+    params(("name" = String, Path, description = "The consumer"), ItemsQuery),
+    responses(
+        (status = 200, description = "The items after its committed cursor", body = FeedPage),
+        (status = 409, description = "Another reader holds the consumer's lease", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 410, description = "Its committed cursor is past the archive's retention: seek it", body = super::problem::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub(super) async fn items(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    Query(query): Query<ItemsQuery>,
+    Viewer(caller): Viewer,
+) -> Result<Json<FeedPage>, ApiError> {
+    let limit = super::extract::limit(query.limit.as_deref())?;
+    let holder = holder(query.lease.as_deref())?;
+    let wait = wait(&state, query.wait.as_deref())?;
+    let consumer = find(&state, &caller, &name).await?;
+    let selection = consumer.selection().within(caller.sources.as_deref());
+    let (consumer, first) = consumers::items(&state.db, &name, holder, &selection, limit)
+        .await
+        .map_err(consumer_error)?;
+    let mut first = Some(first);
+    let page = long_poll(&state, wait, || {
+        let first = first.take();
+        let (state, selection) = (&state, &selection);
+        async move {
+            match first {
+                Some(page) => Ok(page),
+                None => app::feed::read(&state.db, Some(consumer.committed), selection, limit)
+                    .await
+                    .map_err(feed_error),
+            }
+        }
+    })
+    .await?;
+    Ok(Json(page.into()))
+}
+
+/// Moves the consumer's committed cursor forward.
+#[utoipa::path(
+    post,
+    path = "/api/v1/feed/consumers/{name}/commit",
+    operation_id = "commit_feed_consumer",
+    tag = "feed",
+    params(("name" = String, Path, description = "The consumer")),
+    request_body = CommitRequest,
+    responses(
+        (status = 200, description = "Committed", body = ConsumerView),
+        (status = 409, description = "Before the committed cursor, past what was served, or another reader holds the lease", body = super::problem::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub(super) async fn commit(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    Query(NoParams {}): Query<NoParams>,
+    Viewer(caller): Viewer,
+    Body(request): Body<CommitRequest>,
+) -> Result<Json<ConsumerView>, ApiError> {
+    if request.cursor.is_empty() {
+        return Err(ApiError::BadRequest(
+            "cursor: required (an item's cursor or a page's next_cursor)".into(),
+        ));
+    }
+    let to = cursor(&request.cursor)?;
+    let holder = holder(request.lease.as_deref())?;
+    find(&state, &caller, &name).await?;
+    let consumer = consumers::commit(&state.db, &name, to, holder)
+        .await
+        .map_err(consumer_error)?;
+    Ok(Json(view(&state, &caller, consumer).await?))
+}
+
+/// Moves the consumer's committed cursor to the earliest item kept, the latest, or a time.
+#[utoipa::path(
+    post,
+    path = "/api/v1/feed/consumers/{name}/seek",
+    operation_id = "seek_feed_consumer",
+    tag = "feed",
+    params(("name" = String, Path, description = "The consumer")),
+    request_body = SeekRequest,
+    responses(
+        (status = 200, description = "Moved", body = ConsumerView),
+        (status = 409, description = "Another reader holds the lease", body = super::problem::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub(super) async fn seek(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    Query(NoParams {}): Query<NoParams>,
+    Viewer(caller): Viewer,
+    Body(request): Body<SeekRequest>,
+) -> Result<Json<ConsumerView>, ApiError> {
+    let to = match request.to.as_str() {
+        "earliest" => Seek::Earliest,
+        "latest" => Seek::Latest,
+        time => Seek::Time(
+            chrono::DateTime::parse_from_rfc3339(time)
+                .map_err(|_| {
+                    ApiError::BadRequest(format!(
+                        "to: {time:?} is not \"earliest\", \"latest\" or an RFC 3339 time"
+                    ))
+                })?
+                .to_utc(),
+        ),
+    };
+    let holder = holder(request.lease.as_deref())?;
+    find(&state, &caller, &name).await?;
+    let consumer = consumers::seek(&state.db, &name, to, holder)
+        .await
+        .map_err(consumer_error)?;
+    Ok(Json(view(&state, &caller, consumer).await?))
+}
+
+/// Reads until a page has items, the wait ends, or the server stops; waits without a database
+/// connection, woken by commits.
+async fn long_poll<F, Fut>(state: &AppState, wait: Duration, mut read: F) -> Result<Page, ApiError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Page, ApiError>>,
+{
+    let mut commits = state.feed.subscribe();
+    commits.borrow_and_update();
+    let mut page = read().await?;
+    if !page.items.is_empty() || wait.is_zero() {
+        return Ok(page);
+    }
+    let _waiting = state.feed.waiter().ok_or_else(|| {
+        ApiError::Busy(format!(
+            "{} long polls wait in this process already; read again without wait, or later",
+            crate::feed::MAX_WAITERS
+        ))
+    })?;
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Ok(page);
+        }
+        let pause = if page.held_back {
+            HELD_BACK_RECHECK
+        } else {
+            BACKSTOP
+        };
+        tokio::select! {
+            () = state.feed.stopping().cancelled() => return Ok(page),
+            _ = commits.changed() => {}
+            () = tokio::time::sleep(pause.min(left)) => {}
+        }
+        commits.borrow_and_update();
+        page = read().await?;
+        if !page.items.is_empty() {
+            return Ok(page);
+        }
+    }
+}
+
+/// `wait` in seconds: 0 to [`MAX_WAIT_SECS`], and a second short of the request deadline.
+fn wait(state: &AppState, given: Option<&str>) -> Result<Duration, ApiError> {
+    let Some(text) = given else {
+        return Ok(Duration::ZERO);
+    };
+    let secs = text
+        .parse::<u64>()
+        .ok()
+        .filter(|s| *s <= MAX_WAIT_SECS)
+        .ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "wait: {text:?} is not a number of seconds from 0 to {MAX_WAIT_SECS}"
+            ))
+        })?;
+    let most = state.config.server.request_timeout_secs.saturating_sub(1);
+    Ok(Duration::from_secs(secs.min(most)))
+}
+
+fn cursor(text: &str) -> Result<Cursor, ApiError> {
+    Cursor::parse(text).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "cursor {text:?} is not one hookbox gave out (an item's cursor or a page's next_cursor)"
+        ))
+    })
+}
+
+fn holder(given: Option<&str>) -> Result<Option<&str>, ApiError> {
+    if let Some(holder) = given {
+        consumers::check_name("lease", holder).map_err(ApiError::BadRequest)?;
+    }
+    Ok(given)
+}
+
+/// A comma-separated list of names, bounded.
+fn names(what: &str, given: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
+    let Some(text) = given else {
+        return Ok(None);
+    };
+    let names: Vec<String> = text.split(',').map(str::to_string).collect();
+    app::feed::check_names(what, &names).map_err(ApiError::BadRequest)?;
+    Ok(Some(names))
+}
+
+/// Whether the token may use the consumer: it reads nothing of a source the token does not see.
+fn usable(caller: &Caller, consumer: &Consumer) -> bool {
+    match (&caller.sources, &consumer.sources) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(_), Some(sources)) => sources.iter().all(|s| caller.sees(s)),
+    }
+}
+
+async fn find(state: &AppState, caller: &Caller, name: &str) -> Result<Consumer, ApiError> {
+    match consumers::get(&state.db, name).await? {
+        Some(consumer) if usable(caller, &consumer) => Ok(consumer),
+        _ => Err(not_found(name)),
+    }
+}
+
+fn not_found(name: &str) -> ApiError {
+    ApiError::NotFound(format!("there is no consumer {name:?} this token may use"))
+}
+
+async fn view(
+    state: &AppState,
+    caller: &Caller,
+    consumer: Consumer,
+) -> Result<ConsumerView, ApiError> {
+    let selection = consumer.selection().within(caller.sources.as_deref());
+    let lag = consumers::lag(&state.db, &consumer, &selection).await?;
+    let time =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let now = chrono::Utc::now();
+    Ok(ConsumerView {
+        lease_until: consumer.leased_to(now).and(consumer.lease_until).map(time),
+        name: consumer.name,
+        sources: consumer.sources,
+        types: consumer.types,
+        committed: consumer.committed.to_string(),
+        committed_at: consumer.committed_at.map(time),
+        lag_items: lag.items,
+        lag_seconds: lag.seconds,
+        created_at: time(consumer.created_at),
+        created_by: consumer.created_by,
+    })
+}
+
+fn feed_error(e: FeedError) -> ApiError {
+    match e {
+        FeedError::Gone { oldest } => ApiError::Gone {
+            why: FeedError::Gone { oldest }.to_string(),
+            oldest_cursor: oldest.to_string(),
+        },
+        FeedError::Db(e) => ApiError::from(e),
+    }
+}
+
+fn consumer_error(e: ConsumerError) -> ApiError {
+    match e {
+        ConsumerError::NotFound(name) => not_found(&name),
+        ConsumerError::Gone { oldest } => ApiError::Gone {
+            why: ConsumerError::Gone { oldest }.to_string(),
+            oldest_cursor: oldest.to_string(),
+        },
+        ConsumerError::Db(e) => ApiError::from(e),
+        conflict => ApiError::Conflict(conflict.to_string()),
+    }
+}
