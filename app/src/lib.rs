@@ -105,6 +105,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/search") view=pages::search::SearchPage ssr=SsrMode::Async/>
                 <Route path=path!("/sources") view=pages::sources::SourcesPage/>
                 <Route path=path!("/destinations") view=pages::destinations::DestinationsPage/>
+                <Route path=path!("/feed") view=pages::feed::FeedPage/>
                 <Route path=path!("/destinations/:name") view=pages::destinations::DestinationDetailPage ssr=SsrMode::Async/>
             </Routes>
         </Router>

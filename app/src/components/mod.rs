@@ -57,6 +57,7 @@ pub fn TopBar() -> impl IntoView {
                 <A href="/problems">"Problems"</A>
                 <A href="/events">"Events"</A>
                 <A href="/destinations">"Destinations"</A>
+                <A href="/feed">"Feed"</A>
                 <A href="/rejected">"Refused"</A>
                 <A href="/sources">"Sources"</A>
                 <A href="/audit">"Audit"</A>

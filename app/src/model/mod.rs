@@ -2,10 +2,12 @@
 //! here may depend on the server-only domain.
 
 mod charts;
+mod feed;
 mod find;
 mod problems;
 mod sources;
 pub use charts::*;
+pub use feed::*;
 pub use find::*;
 pub use problems::*;
 pub use sources::*;

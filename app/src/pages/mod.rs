@@ -4,6 +4,7 @@ pub mod audit;
 pub mod destinations;
 pub mod event;
 pub mod events;
+pub mod feed;
 pub mod login;
 pub mod object;
 pub mod overview;

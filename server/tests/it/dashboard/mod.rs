@@ -7,6 +7,7 @@
 //! - `replay`: single and bulk replay, their dry runs, filters and audit entries.
 //! - `pages`: the overview, the events list and search, filters and error pages.
 //! - `tokens_page`: `/tokens`, API tokens made, listed and revoked by operators only.
+//! - `feed_page`: `/feed`, the pull feed's consumers and their lag.
 
 use crate::support::*;
 use app::auth;
@@ -17,6 +18,7 @@ mod access;
 mod destinations;
 mod error_pages;
 mod export;
+mod feed_page;
 mod heavy_pages;
 mod in_flight;
 mod pages;
