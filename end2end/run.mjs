@@ -323,6 +323,7 @@ test('a viewer follows the overview\'s refusals to the refused-requests page and
   await page.waitForURL(/\/rejected\?source=demo&reason=unauthorized$/);
   await hydrated(page);
   const rows = page.getByTestId('rejected-row');
+  await rows.first().waitFor();
   assert.equal(await rows.count(), 1);
   assert.match(await rows.first().getByTestId('rejected-cause').innerText(), /^timestamp \d+ s older than the tolerance of 300 s allows$/);
   await rows.first().locator('summary').click();

@@ -4,7 +4,8 @@
 //! unsigned handshake, made-up sources and API tokens, oversized headers), exports it never
 //! reads (2 at a time, as the review's) and, signed in as a viewer, the dashboard's heaviest reads (100 a second: body and id searches, problems, sources,
 //! the overview's charts, a destination's series) and, with a viewer's API token, the API's
-//! heaviest reads (whole pages of 500, body searches, the big deliveries), all at once, while a sender's signed
+//! heaviest reads (whole pages of 500, body searches, the big deliveries), and from four more
+//! addresses the pull feed's long polls, whole pages and new consumers, all at once, while a sender's signed
 //! deliveries are paced at 50 a second. Every delivery is answered 200 and applied, none waits
 //! more than 5 s (a starved delivery, not a speed target: the latencies are printed, and the
 //! targets live in `.ci/bench`), hookbox's peak RSS stays under 200 MB, no dashboard read is
@@ -12,7 +13,7 @@
 //! signs in from their own address in the middle of it and reads the problems page.
 //!
 //! It runs alone (`.config/nextest.toml`), so its figures are hookbox's, not its neighbours'.
-//! `FLOOD_ONLY=signin`, `refused`, `export`, `pages` or `api` (comma-separated) narrows the flood to
+//! `FLOOD_ONLY=signin`, `refused`, `export`, `pages`, `api` or `feed` (comma-separated) narrows the flood to
 //! those kinds, to find which one costs the deliveries what.
 
 use crate::support::*;
@@ -412,6 +413,80 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         }));
     }
 
+    // The pull feed, from four more addresses with four viewer tokens: long polls that wait
+    // for a source that never gets a delivery (until the process's 256 waiters are taken: 429),
+    // whole pages from the start, a consumer read with a lease, and new consumers (until the
+    // 100 there may be: 409).
+    let long_polls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let feed_served = Arc::new(AtomicU64::new(0));
+    for n in 0..if on("feed") { 4 } else { 0 } {
+        let token = app::auth::tokens::add_token(
+            &db,
+            &format!("feed-flooder-{n}"),
+            app::model::Role::Viewer,
+            &[],
+            None,
+            "olga",
+            &["shop"],
+        )
+        .await
+        .expect("a feed flooder's token");
+        let (client, stop, flooded, server_errors, long_polls, feed_served) = (
+            client.clone(),
+            stop.clone(),
+            flooded.clone(),
+            server_errors.clone(),
+            long_polls.clone(),
+            feed_served.clone(),
+        );
+        flood.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            let mut pace = hostile_pace();
+            let from = format!("203.0.113.{}", 70 + n);
+            while !stop.load(Ordering::Relaxed) {
+                pace.tick().await;
+                let (method, path) = match i % 4 {
+                    0 | 1 => ("GET", "/api/v1/feed?source=sw&wait=10".to_string()),
+                    2 => ("GET", "/api/v1/feed?limit=500".to_string()),
+                    _ if i % 8 == 3 => ("PUT", format!("/api/v1/feed/consumers/flood-{n}-{i}")),
+                    _ => (
+                        "GET",
+                        format!(
+                            "/api/v1/feed/consumers/flood-{n}-3/items?limit=500&wait=10&lease=f{i}"
+                        ),
+                    ),
+                };
+                let request = match method {
+                    "PUT" => client.put(format!("http://{addr}{path}")),
+                    _ => client.get(format!("http://{addr}{path}")),
+                }
+                .bearer_auth(&token)
+                .header("X-Forwarded-For", &from);
+                let (server_errors, feed_served) = (server_errors.clone(), feed_served.clone());
+                let call = tokio::spawn(async move {
+                    let status = request
+                        .send()
+                        .await
+                        .map(|a| a.status().as_u16())
+                        .unwrap_or(0);
+                    if status == 200 || status == 201 {
+                        feed_served.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if status == 0 || status >= 500 {
+                        let mut errors = server_errors.lock().unwrap_or_else(|e| e.into_inner());
+                        errors.push((path, status));
+                    }
+                });
+                long_polls
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(call);
+                flooded.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+            }
+        }));
+    }
+
     // The sender: 50 deliveries a second for 30 s, each timed.
     let peak_rss = Arc::new(AtomicU64::new(0));
     let sampler = {
@@ -478,6 +553,11 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
     for task in flood {
         let _ = task.await;
     }
+    // The feed's calls end within their wait (10 s).
+    let calls: Vec<_> = std::mem::take(&mut *long_polls.lock().unwrap_or_else(|e| e.into_inner()));
+    for call in calls {
+        let _ = call.await;
+    }
     let _ = sampler.await;
     let peak_kb = process
         .memory_kb("VmHWM")
@@ -518,6 +598,18 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         server_errors.len(),
         &server_errors[..server_errors.len().min(5)]
     );
+    if on("feed") {
+        let served = feed_served.load(Ordering::Relaxed);
+        println!("feed reads and consumers served during the flood: {served}");
+        assert!(served >= 50, "the feed's calls were served {served} times");
+        let consumers = scalar(&db, "SELECT count(*) FROM feed_consumers", vec![])
+            .await
+            .expect("a count");
+        assert!(
+            consumers <= app::feed::consumers::MAX_CONSUMERS,
+            "{consumers} consumers"
+        );
+    }
     if on("api") {
         let served = api_served.load(Ordering::Relaxed);
         println!("API reads served during the flood: {served}");
