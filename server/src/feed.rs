@@ -1,20 +1,26 @@
-//! The pull feed's moving parts in `hookbox serve`: the signal long polls wait on, how commits
-//! reach it (in this process directly, from the others by `NOTIFY hookbox_feed`), and the
-//! consumers' lag in `/metrics`.
+//! The pull feed's moving parts in `hookbox serve`: the long polls waiting for items, how
+//! commits reach them, and the consumers' lag in `/metrics`.
 //!
 //! - Ingest calls [`FeedSignal::committed`] after each commit; the announcer sends one `NOTIFY`
 //!   per burst of them (never inside a delivery's transaction), and every process's listener
-//!   turns a notification into a wake-up of its long polls.
+//!   hears it.
+//! - One task per process, the watcher, reads what the feed serves after the last place it saw
+//!   (`app::feed::news`: one small query per burst of commits, at most one per
+//!   [`WATCH_PAUSE`]) and wakes only the long polls whose selection takes one of the new items;
+//!   those read their page. A long poll waiting for a source that gets nothing costs nothing, and
+//!   a commit costs one query, not one per waiting poll. Rows held back behind a running
+//!   transaction are looked at again after [`HELD_BACK_RECHECK`]; with polls waiting, every
+//!   [`BACKSTOP`] too (a lost notification, SQLite's other processes).
 //! - At most [`MAX_WAITERS`] long polls wait at once per process; one more is 429.
 //! - Shutdown ends every wait at once (its answer: what there is, likely nothing).
 
 use crate::background::Background;
 use app::db::Db;
-use app::feed::consumers;
+use app::feed::{Cursor, Selection, consumers};
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// The PostgreSQL channel commits are announced on.
@@ -23,60 +29,188 @@ pub const CHANNEL: &str = "hookbox_feed";
 /// Long polls waiting at once in one process, at most.
 pub const MAX_WAITERS: usize = 256;
 
+/// Pages of the feed read at once in one process, at most: each holds up to about 1 MiB of
+/// bodies several times over (rows, items, the answer); the others wait their turn.
+pub const READS_AT_ONCE: usize = 4;
+
 /// How often, at most, the consumers' lag is measured for `/metrics`.
 pub const LAG_INTERVAL: Duration = Duration::from_secs(15);
 
+/// The watcher reads what is new at most once per this.
+pub const WATCH_PAUSE: Duration = Duration::from_millis(10);
+
+/// While rows wait behind a running transaction, the watcher looks again after this.
+pub const HELD_BACK_RECHECK: Duration = Duration::from_millis(20);
+
+/// With polls waiting, the watcher looks even when nothing woke it, this often.
+pub const BACKSTOP: Duration = Duration::from_secs(1);
+
+/// One long poll waiting: what it takes, and how it is woken.
+pub struct Waiting {
+    selection: Selection,
+    wake: Notify,
+}
+
+/// A long poll's place among the waiters; it leaves them when dropped.
+pub struct Waiter {
+    waiting: Arc<Waiting>,
+    signal: Arc<FeedSignal>,
+}
+
+impl Waiter {
+    /// Resolves when an item its selection takes may have been served (or was, before this
+    /// was called: the wake-up is kept).
+    pub async fn woken(&self) {
+        self.waiting.wake.notified().await;
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let mut waiting = self.signal.lock();
+        waiting.retain(|w| !Arc::ptr_eq(w, &self.waiting));
+    }
+}
+
 /// What long polls wait on.
 pub struct FeedSignal {
-    /// Counts the commits heard of; a waiter wakes when it changes.
-    commits: watch::Sender<u64>,
+    /// Commits heard of, here or from another process: the watcher looks.
+    heard: Notify,
     /// Commits of this process not yet announced to the others.
     unannounced: Notify,
-    waiters: Arc<Semaphore>,
+    waiting: Mutex<Vec<Arc<Waiting>>>,
+    reads: tokio::sync::Semaphore,
     stopping: CancellationToken,
 }
 
 impl Default for FeedSignal {
     fn default() -> Self {
         FeedSignal {
-            commits: watch::Sender::new(0),
+            heard: Notify::new(),
             unannounced: Notify::new(),
-            waiters: Arc::new(Semaphore::new(MAX_WAITERS)),
+            waiting: Mutex::new(Vec::new()),
+            reads: tokio::sync::Semaphore::new(READS_AT_ONCE),
             stopping: CancellationToken::new(),
         }
     }
 }
 
 impl FeedSignal {
-    /// A delivery committed in this process: wake the waiters here, and announce it.
+    /// A delivery committed in this process: the watcher looks, and the others are told.
     pub fn committed(&self) {
-        self.heard();
+        self.heard.notify_one();
         self.unannounced.notify_one();
     }
 
-    /// Another process committed (or may have): wake the waiters here.
-    fn heard(&self) {
-        self.commits.send_modify(|n| *n = n.wrapping_add(1));
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Waiting>>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// What a waiter watches: it changes at each commit heard of.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.commits.subscribe()
+    /// A place among the waiters for a poll of `selection`, or `None` when [`MAX_WAITERS`] wait
+    /// already. Taken before the poll's first read, so nothing served after that read is missed.
+    pub fn wait_for(self: &Arc<Self>, selection: &Selection) -> Option<Waiter> {
+        let mut waiting = self.lock();
+        if waiting.len() >= MAX_WAITERS {
+            return None;
+        }
+        let entry = Arc::new(Waiting {
+            selection: selection.clone(),
+            wake: Notify::new(),
+        });
+        waiting.push(entry.clone());
+        Some(Waiter {
+            waiting: entry,
+            signal: self.clone(),
+        })
     }
 
-    /// A place among the waiters, or `None` when [`MAX_WAITERS`] wait already.
-    pub fn waiter(&self) -> Option<OwnedSemaphorePermit> {
-        self.waiters.clone().try_acquire_owned().ok()
+    /// A turn to read a page ([`READS_AT_ONCE`] at once), for as long as it is held.
+    pub async fn reading(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.reads
+            .acquire()
+            .await
+            .expect("the semaphore of reads is never closed")
     }
 
     /// Cancelled when the server stops: waits end then.
     pub fn stopping(&self) -> &CancellationToken {
         &self.stopping
     }
+
+    /// Wakes the waiters that take one of `kinds`.
+    fn wake(&self, kinds: &[app::feed::Kind]) {
+        for waiting in self.lock().iter() {
+            if kinds.iter().any(|k| {
+                waiting
+                    .selection
+                    .takes(&k.source, k.event_type.as_deref(), k.outcome)
+            }) {
+                waiting.wake.notify_one();
+            }
+        }
+    }
+
+    fn anyone_waiting(&self) -> bool {
+        !self.lock().is_empty()
+    }
 }
 
-/// Starts the announcer and the listener (PostgreSQL) on `background`; waits end when it stops.
+/// Follows what the feed serves and wakes the long polls that take it; runs until `stop`.
+async fn watch(db: Db, signal: Arc<FeedSignal>, stop: CancellationToken) {
+    // From the latest place served when it starts: a poll reads after it starts waiting, so it
+    // has what came before.
+    let mut last: Cursor = loop {
+        match app::feed::latest(&db).await {
+            Ok(latest) => break latest,
+            Err(e) => {
+                tracing::debug!(error = %e, "feed watcher: cannot read the latest place yet");
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(BACKSTOP) => {}
+                }
+            }
+        }
+    };
+    let mut held_back = false;
+    loop {
+        let pause = if held_back {
+            HELD_BACK_RECHECK
+        } else if signal.anyone_waiting() {
+            BACKSTOP
+        } else {
+            Duration::from_secs(3600)
+        };
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = signal.heard.notified() => {}
+            () = tokio::time::sleep(pause) => {}
+        }
+        match app::feed::news(&db, last).await {
+            Ok((kinds, place, waiting_behind)) => {
+                signal.wake(&kinds);
+                held_back = waiting_behind;
+                last = place;
+                if !kinds.is_empty() {
+                    // More may follow the ones read: look again without waiting for a wake-up.
+                    signal.heard.notify_one();
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "feed watcher: cannot read what is new");
+                held_back = true;
+            }
+        }
+        tokio::time::sleep(WATCH_PAUSE).await;
+    }
+}
+
+/// Starts the watcher, the announcer and the listener (PostgreSQL) on `background`; waits end
+/// when it stops.
 pub fn start(db: &Db, signal: &Arc<FeedSignal>, background: &Background) {
+    background.spawn(
+        "feed watcher",
+        watch(db.clone(), signal.clone(), background.token().clone()),
+    );
     let stop = background.token().clone();
     {
         let signal = signal.clone();
@@ -104,7 +238,7 @@ pub fn start(db: &Db, signal: &Arc<FeedSignal>, background: &Background) {
                 .token()
                 .clone()
                 .run_until_cancelled_owned(crate::wakeup::listen(db.clone(), CHANNEL, move || {
-                    hearing.heard()
+                    hearing.heard.notify_one()
                 }));
         background.spawn("feed LISTEN", async move {
             listening.await;
@@ -149,4 +283,54 @@ async fn measure_lag(db: &Db, shown: &mut BTreeSet<String>) {
         crate::metrics::feed_lag(gone, 0, 0);
     }
     *shown = now;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_waiters_wait_and_a_place_is_given_back_when_a_poll_ends() {
+        let signal = Arc::new(FeedSignal::default());
+        let selection = Selection::default();
+        let places: Vec<Waiter> = (0..MAX_WAITERS)
+            .map(|_| signal.wait_for(&selection).expect("a place"))
+            .collect();
+        assert!(signal.wait_for(&selection).is_none(), "one more is refused");
+        drop(places);
+        assert!(signal.wait_for(&selection).is_some());
+    }
+
+    #[tokio::test]
+    async fn only_the_polls_that_take_a_new_item_are_woken() {
+        let signal = Arc::new(FeedSignal::default());
+        let shop = Selection {
+            sources: Some(vec!["shop".into()]),
+            ..Selection::default()
+        };
+        let (for_shop, for_all) = (
+            signal.wait_for(&shop).expect("a place"),
+            signal.wait_for(&Selection::default()).expect("a place"),
+        );
+        signal.wake(&[app::feed::Kind {
+            source: "gh".into(),
+            event_type: None,
+            outcome: app::model::OutcomeKind::Accepted,
+        }]);
+        let quick = Duration::from_millis(50);
+        assert!(tokio::time::timeout(quick, for_all.woken()).await.is_ok());
+        assert!(
+            tokio::time::timeout(quick, for_shop.woken()).await.is_err(),
+            "another source's item does not wake it"
+        );
+        signal.wake(&[app::feed::Kind {
+            source: "shop".into(),
+            event_type: Some("order.updated".into()),
+            outcome: app::model::OutcomeKind::Stale,
+        }]);
+        assert!(
+            tokio::time::timeout(quick, for_shop.woken()).await.is_err(),
+            "a stale item is not among what it takes"
+        );
+    }
 }

@@ -342,6 +342,12 @@ async fn move_to(
     Ok(now)
 }
 
+/// Renews `holder`'s lease of the consumer (after a long poll, so the lease outlasts the
+/// answer by [`LEASE`]).
+pub async fn renew_lease(db: &Db, name: &str, holder: &str) -> Result<(), ConsumerError> {
+    lease(db, name, Some(holder)).await.map(|_| ())
+}
+
 /// The consumer, once its lease allows the caller: `holder` takes or renews it; without one,
 /// only while nobody holds it.
 async fn lease(db: &Db, name: &str, holder: Option<&str>) -> Result<Consumer, ConsumerError> {
@@ -376,15 +382,14 @@ async fn lease(db: &Db, name: &str, holder: Option<&str>) -> Result<Consumer, Co
     Ok(consumer)
 }
 
-/// How far the consumer is behind what `selection` (its own, or narrower) takes.
+/// How far the consumer is behind what `selection` (its own, or narrower) takes: committed
+/// items it has not committed, and those the feed holds back behind a running transaction.
 pub async fn lag(db: &Db, consumer: &Consumer, selection: &Selection) -> Result<Lag, DbErr> {
     let dialect = Dialect::of(db.backend());
     let mut values: Vec<Value> = vec![consumer.committed.tx.into(), consumer.committed.id.into()];
     let conditions = selection.conditions(dialect, &mut values);
-    let after = format!(
-        "FROM webhook_events e WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {}{conditions}",
-        dialect.feed_horizon()
-    );
+    // Rows of transactions still running count too: a feed held back by one shows as lag.
+    let after = format!("FROM webhook_events e WHERE (e.feed_tx, e.id) > ($1, $2){conditions}");
     let count = db
         .conn
         .query_one_raw(Statement::from_sql_and_values(

@@ -27,7 +27,7 @@ use std::fmt;
 pub const MAX_LIMIT: usize = 500;
 
 /// About how many body bytes one page holds: the page ends at the first item past it.
-pub const PAGE_BYTES: i64 = 4 * 1024 * 1024;
+pub const PAGE_BYTES: i64 = 1024 * 1024;
 
 /// The most sources or types a selection names.
 pub const MAX_NAMES: usize = 50;
@@ -109,6 +109,19 @@ impl Selection {
             });
         }
         self
+    }
+
+    /// Whether it takes an item of `source`, `event_type` and `outcome` (what a long poll is
+    /// woken for).
+    pub fn takes(&self, source: &str, event_type: Option<&str>, outcome: OutcomeKind) -> bool {
+        self.outcomes().contains(&outcome)
+            && self
+                .sources
+                .as_ref()
+                .is_none_or(|s| s.iter().any(|n| n == source))
+            && self.types.as_ref().is_none_or(|t| {
+                event_type.is_some_and(|event_type| t.iter().any(|n| n == event_type))
+            })
     }
 
     /// Its conditions on `webhook_events e`, with their values numbered from `next`.
@@ -252,6 +265,14 @@ pub async fn earliest(db: &Db) -> Result<Cursor, DbErr> {
 
 /// The cursor after every item served now (whatever its selection): where `seek latest` goes.
 pub async fn latest(db: &Db) -> Result<Cursor, DbErr> {
+    match latest_served(db).await? {
+        Some(served) => Ok(served),
+        None => earliest(db).await,
+    }
+}
+
+/// The place of the last row the feed serves now, if any.
+async fn latest_served(db: &Db) -> Result<Option<Cursor>, DbErr> {
     let dialect = Dialect::of(db.backend());
     let row = db
         .conn
@@ -264,10 +285,59 @@ pub async fn latest(db: &Db) -> Result<Cursor, DbErr> {
             ),
         ))
         .await?;
-    match row {
-        Some(row) => cursor_of(&row, "feed_tx", "id"),
-        None => earliest(db).await,
+    row.map(|r| cursor_of(&r, "feed_tx", "id")).transpose()
+}
+
+/// What one item served after a place was: for waking the long polls that take it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kind {
+    pub source: String,
+    pub event_type: Option<String>,
+    pub outcome: OutcomeKind,
+}
+
+/// Rows served after `after` at once, at most, by [`news`].
+pub const NEWS_ROWS: usize = 2000;
+
+/// The kinds of the rows served after `after` (at most [`NEWS_ROWS`] of them), the place of the
+/// last, and whether rows wait behind the horizon when none is served yet.
+pub async fn news(db: &Db, after: Cursor) -> Result<(Vec<Kind>, Cursor, bool), DbErr> {
+    let dialect = Dialect::of(db.backend());
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT e.source, e.event_type, e.outcome, e.feed_tx, e.id FROM webhook_events e
+                 WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {}
+                 ORDER BY e.feed_tx, e.id LIMIT {NEWS_ROWS}",
+                dialect.feed_horizon()
+            ),
+            vec![after.tx.into(), after.id.into()],
+        ))
+        .await?;
+    let Some(last) = rows.last() else {
+        return Ok((Vec::new(), after, held_back(db, after).await?));
+    };
+    let last = cursor_of(last, "feed_tx", "id")?;
+    let mut seen = std::collections::HashSet::new();
+    let mut kinds: Vec<Kind> = Vec::new();
+    for row in &rows {
+        let outcome: String = row.try_get("", "outcome")?;
+        let Some(outcome) = OutcomeKind::parse(&outcome) else {
+            continue;
+        };
+        let (source, event_type): (String, Option<String>) =
+            (row.try_get("", "source")?, row.try_get("", "event_type")?);
+        if seen.insert((source.clone(), event_type.clone(), outcome.as_str())) {
+            kinds.push(Kind {
+                source,
+                event_type,
+                outcome,
+            });
+        }
     }
+    Ok((kinds, last, false))
 }
 
 /// The cursor just before the first delivery received at or after `at` (by its receipt time),
@@ -307,6 +377,10 @@ pub async fn read(
     };
     let limit = limit.clamp(1, MAX_LIMIT);
     let dialect = Dialect::of(db.backend());
+    // The latest place served before this read: if the read finds nothing after `after`, the
+    // selection has nothing up to it either (a row that becomes served later sorts after it), so
+    // an empty page moves the reader there, and a quiet selection keeps up with the retention.
+    let served = latest_served(db).await?;
     // First the places and sizes alone, then the bodies of those within the page's bytes.
     let mut values: Vec<Value> = vec![after.tx.into(), after.id.into()];
     let conditions = selection.conditions(dialect, &mut values);
@@ -338,7 +412,7 @@ pub async fn read(
     if ids.is_empty() {
         return Ok(Page {
             items: Vec::new(),
-            next: after,
+            next: served.map_or(after, |served| served.max(after)),
             held_back: held_back(db, after).await?,
         });
     }
@@ -371,7 +445,7 @@ pub async fn read(
 
 /// Whether rows after `after` wait behind the horizon (PostgreSQL: transactions still running
 /// wrote them, or one older still runs).
-async fn held_back(db: &Db, after: Cursor) -> Result<bool, DbErr> {
+pub async fn held_back(db: &Db, after: Cursor) -> Result<bool, DbErr> {
     let dialect = Dialect::of(db.backend());
     if dialect == Dialect::Sqlite {
         return Ok(false);

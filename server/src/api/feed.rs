@@ -1,8 +1,8 @@
 //! `/api/v1/feed`: the pull feed ([`app::feed`]) and its named consumers
 //! ([`app::feed::consumers`]), for the token's sources.
 //!
-//! - `wait` (0 to 30 s, never past the request deadline) holds an empty answer until a commit
-//!   wakes it ([`crate::feed::FeedSignal`]) or the wait ends; at most
+//! - `wait` (0 to 30 s, never past the request deadline) holds an empty answer until an item
+//!   it takes is served ([`crate::feed`]'s watcher wakes it) or the wait ends; at most
 //!   [`crate::feed::MAX_WAITERS`] wait at once per process (429 beyond).
 //! - A token limited to some sources reads only theirs, and uses only the consumers that read
 //!   nothing else (the others are 404 to it).
@@ -23,14 +23,6 @@ use std::time::Duration;
 
 /// The longest `wait`, in seconds.
 pub const MAX_WAIT_SECS: u64 = 30;
-
-/// While rows of running transactions wait behind the feed's horizon, a long poll looks again
-/// after this.
-const HELD_BACK_RECHECK: Duration = Duration::from_millis(20);
-
-/// A long poll looks again after this even when nothing woke it (a commit of another process on
-/// SQLite, a lost notification).
-const BACKSTOP: Duration = Duration::from_secs(1);
 
 /// One item of the feed.
 #[derive(serde::Serialize, utoipa::ToSchema)]
@@ -122,7 +114,7 @@ impl From<Page> for FeedPage {
 pub struct FeedQuery {
     /// The `next_cursor` (or an item's `cursor`) of an earlier answer; none: from the oldest kept.
     after: Option<String>,
-    /// Items of the page, 1 to 500 (100 when not given); a page also ends past 4 MiB of bodies.
+    /// Items of the page, 1 to 500 (100 when not given); a page also ends past 1 MiB of bodies.
     #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
     limit: Option<String>,
     /// Sources, comma-separated.
@@ -181,7 +173,8 @@ pub(super) async fn read(
     selection.types = names("type", query.event_type.as_deref())?;
     let selection = selection.within(caller.sources.as_deref());
     let wait = wait(&state, query.wait.as_deref())?;
-    let page = long_poll(&state, wait, || async {
+    let page = long_poll(&state, wait, &selection, || async {
+        let _turn = state.feed.reading().await;
         app::feed::read(&state.db, after, &selection, limit)
             .await
             .map_err(feed_error)
@@ -438,23 +431,37 @@ pub(super) async fn items(
     let wait = wait(&state, query.wait.as_deref())?;
     let consumer = find(&state, &caller, &name).await?;
     let selection = consumer.selection().within(caller.sources.as_deref());
-    let (consumer, first) = consumers::items(&state.db, &name, holder, &selection, limit)
-        .await
-        .map_err(consumer_error)?;
+    let (consumer, first) = {
+        let _turn = state.feed.reading().await;
+        consumers::items(&state.db, &name, holder, &selection, limit)
+            .await
+            .map_err(consumer_error)?
+    };
     let mut first = Some(first);
-    let page = long_poll(&state, wait, || {
+    let page = long_poll(&state, wait, &selection, || {
         let first = first.take();
         let (state, selection) = (&state, &selection);
         async move {
             match first {
                 Some(page) => Ok(page),
-                None => app::feed::read(&state.db, Some(consumer.committed), selection, limit)
-                    .await
-                    .map_err(feed_error),
+                None => {
+                    let _turn = state.feed.reading().await;
+                    app::feed::read(&state.db, Some(consumer.committed), selection, limit)
+                        .await
+                        .map_err(feed_error)
+                }
             }
         }
     })
     .await?;
+    if let Some(holder) = holder
+        && !wait.is_zero()
+    {
+        // The lease lasts its whole length after the answer, however long the poll waited.
+        consumers::renew_lease(&state.db, &name, holder)
+            .await
+            .map_err(consumer_error)?;
+    }
     Ok(Json(page.into()))
 }
 
@@ -534,46 +541,42 @@ pub(super) async fn seek(
 }
 
 /// Reads until a page has items, the wait ends, or the server stops; waits without a database
-/// connection, woken by commits.
-async fn long_poll<F, Fut>(state: &AppState, wait: Duration, mut read: F) -> Result<Page, ApiError>
+/// connection, woken only when an item `selection` takes may have been served.
+async fn long_poll<F, Fut>(
+    state: &AppState,
+    wait: Duration,
+    selection: &Selection,
+    mut read: F,
+) -> Result<Page, ApiError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Page, ApiError>>,
 {
-    let mut commits = state.feed.subscribe();
-    commits.borrow_and_update();
+    // Among the waiters before the first read: nothing served after it goes unnoticed.
+    let waiter = if wait.is_zero() {
+        None
+    } else {
+        Some(
+            state
+                .feed
+                .wait_for(selection)
+                .ok_or(ApiError::LongPollsFull)?,
+        )
+    };
     let mut page = read().await?;
-    if !page.items.is_empty() || wait.is_zero() {
+    let Some(waiter) = waiter else {
         return Ok(page);
-    }
-    let _waiting = state.feed.waiter().ok_or_else(|| {
-        ApiError::Busy(format!(
-            "{} long polls wait in this process already; read again without wait, or later",
-            crate::feed::MAX_WAITERS
-        ))
-    })?;
+    };
     let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            return Ok(page);
-        }
-        let pause = if page.held_back {
-            HELD_BACK_RECHECK
-        } else {
-            BACKSTOP
-        };
+    while page.items.is_empty() {
         tokio::select! {
-            () = state.feed.stopping().cancelled() => return Ok(page),
-            _ = commits.changed() => {}
-            () = tokio::time::sleep(pause.min(left)) => {}
+            () = state.feed.stopping().cancelled() => break,
+            () = waiter.woken() => {}
+            () = tokio::time::sleep_until(deadline) => break,
         }
-        commits.borrow_and_update();
         page = read().await?;
-        if !page.items.is_empty() {
-            return Ok(page);
-        }
     }
+    Ok(page)
 }
 
 /// `wait` in seconds: 0 to [`MAX_WAIT_SECS`], and a second short of the request deadline.

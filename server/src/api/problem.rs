@@ -26,6 +26,8 @@ pub enum ApiError {
     TooManyRequests { retry_after_secs: u64 },
     /// 429: a body search is running for this token already, or too many for the process.
     Busy(String),
+    /// 429: as many long polls of the feed wait in this process as it allows.
+    LongPollsFull,
     /// 408: a body search ran past its deadline and was stopped (narrow it).
     TimedOut(String),
     /// 413: the request's body is over [`super::MAX_BODY_BYTES`].
@@ -122,6 +124,15 @@ impl ApiError {
                 "Too many searches",
                 why.clone(),
             ),
+            ApiError::LongPollsFull => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "long-polls-full",
+                "Too many long polls",
+                format!(
+                    "{} long polls of the feed wait in this process already: retry after 1 s, or read without wait",
+                    crate::feed::MAX_WAITERS
+                ),
+            ),
             ApiError::TimedOut(why) => (
                 StatusCode::REQUEST_TIMEOUT,
                 "timed-out",
@@ -174,8 +185,13 @@ impl ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if let ApiError::TooManyRequests { retry_after_secs } = self
-            && let Ok(value) = HeaderValue::from_str(&retry_after_secs.to_string())
+        let retry_after = match self {
+            ApiError::TooManyRequests { retry_after_secs } => Some(retry_after_secs),
+            ApiError::LongPollsFull => Some(1),
+            _ => None,
+        };
+        if let Some(secs) = retry_after
+            && let Ok(value) = HeaderValue::from_str(&secs.to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }

@@ -14,6 +14,17 @@ async fn a_reader_never_gets_past_a_transaction_still_open_and_then_receives_it(
     let (items, start) = drain(&app, &all, "", None).await;
     assert_eq!(ids(&items), ["before"]);
 
+    let (status, _) = put(&app, &all, "/api/v1/feed/consumers/gap", "").await;
+    assert_eq!(status, 201);
+    let (status, _) = post(
+        &app,
+        &all,
+        "/api/v1/feed/consumers/gap/seek",
+        r#"{"to":"latest"}"#,
+    )
+    .await;
+    assert_eq!(status, 200);
+
     // One delivery's transaction is open (it has written its archive row), and PostgreSQL says so.
     let (held, _, holder) = hold(&app.db, &event("held", "o-held", 1, "{}")).await;
     let state = scalar(
@@ -52,6 +63,10 @@ async fn a_reader_never_gets_past_a_transaction_still_open_and_then_receives_it(
     assert_eq!(status, 200);
     assert_eq!(body["data"].as_array().unwrap().len(), 0, "{body}");
     assert_eq!(body["next_cursor"], start.as_str());
+
+    // The lag shows what is held back: a consumer's lag is what it has not read, served or not.
+    let (_, _, consumer) = get(&app, Some(&all), "/api/v1/feed/consumers/gap").await;
+    assert_eq!(consumer["lag_items"], 5, "{consumer}");
 
     // It commits: the reader receives it, and the later ones after it.
     held.commit().await.unwrap();

@@ -181,6 +181,12 @@ async fn a_cursor_past_the_retention_is_gone_and_names_the_oldest_still_served(b
         .iter()
         .map(|i| i["cursor"].as_str().unwrap().to_string())
         .collect();
+    let (quiet, moved) = drain(&app, &all, "source=gh", None).await;
+    assert!(quiet.is_empty());
+    assert_eq!(
+        moved, cursors[2],
+        "an empty page moves a quiet reader to the latest place served"
+    );
     execute(
         &app.db,
         "UPDATE webhook_events SET received_at = $1 WHERE event_id IN ('old-1', 'old-2')",
@@ -198,6 +204,15 @@ async fn a_cursor_past_the_retention_is_gone_and_names_the_oldest_still_served(b
         assert_eq!(content_type, "application/problem+json");
         assert_eq!(body["oldest_cursor"], cursors[1].as_str(), "{body}");
     }
+    // A reader of a source that got nothing was moved along by its empty pages: not gone.
+    let (status, _, body) = get(
+        &app,
+        Some(&all),
+        &format!("/api/v1/feed?after={}&source=gh", cursors[2]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
     // From the oldest still served, and with no cursor: what is kept.
     assert_eq!(
         ids(&drain(&app, &all, "", Some(cursors[1].clone())).await.0),
@@ -239,6 +254,14 @@ async fn a_long_poll_waits_for_a_commit_and_answers_it_at_once(backend: Backend)
         });
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         assert!(!poll.is_finished(), "the poll waits for an item");
+        // A delivery of another source does not answer it.
+        let other = format!("other-{round}");
+        app.send("shop", &event(&other, &other, 1, "{}")).await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(
+            !poll.is_finished(),
+            "the poll waits for its own source's item"
+        );
         let sent = std::time::Instant::now();
         let id = format!("d-{round}");
         app.send_bytes(
