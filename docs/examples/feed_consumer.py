@@ -89,8 +89,9 @@ def process(db, item):
 
 
 def run(db, once):
-    call("PUT", "", {"sources": SOURCES} if SOURCES else {})  # create, or keep, the consumer
-    log.info("consumer %s, lease holder %s", NAME, HOLDER)
+    consumer = call("PUT", "", {"sources": SOURCES} if SOURCES else {})  # create, or keep, it
+    committed = consumer["committed"]
+    log.info("consumer %s at %s, lease holder %s", NAME, committed, HOLDER)
     while True:
         try:
             page = call("GET", "/items", limit=100, wait=0 if once else 25, lease=HOLDER)
@@ -108,19 +109,23 @@ def run(db, once):
             raise
         for item in page["data"]:
             process(db, item)
-        if not page["data"]:
-            if once:
-                return
-            continue
-        try:  # only after the local commits: a crash before this line re-reads the page
-            call("POST", "/commit", {"cursor": page["data"][-1]["cursor"], "lease": HOLDER})
-        except urllib.error.HTTPError as e:
-            if e.code != 409:
-                raise
-            # The lease went to another copy, or a seek moved the cursor: read again from
-            # wherever it is now; items processed here are skipped if they come again.
-            log.warning("commit refused: %s", problem(e).get("detail"))
-        log.info("processed %d items, up to %s", len(page["data"]), page["data"][-1]["cursor"])
+        # The page's next_cursor: its last item's, or, for an empty page, the latest place the
+        # feed has served (nothing this consumer takes lies before it), so a quiet consumer
+        # keeps up with the archive's retention too.
+        if page["next_cursor"] != committed:
+            try:  # only after the local commits: a crash before this line re-reads the page
+                call("POST", "/commit", {"cursor": page["next_cursor"], "lease": HOLDER})
+                committed = page["next_cursor"]
+            except urllib.error.HTTPError as e:
+                if e.code != 409:
+                    raise
+                # The lease went to another copy, or a seek moved the cursor: read again from
+                # wherever it is now; items processed here are skipped if they come again.
+                log.warning("commit refused: %s", problem(e).get("detail"))
+        if page["data"]:
+            log.info("processed %d items, up to %s", len(page["data"]), page["next_cursor"])
+        elif once:
+            return
 
 
 def main():
