@@ -5,8 +5,8 @@
         python3 docs/examples/feed_consumer.py [--once]
 
 Optional: HOOKBOX_SOURCES (comma-separated: what the consumer reads; every source the token sees
-when unset) and CONSUMER_DB (the local SQLite file, feed-consumer.db). --once reads until the feed
-has nothing more, then exits.
+when unset), CONSUMER_DB (the local SQLite file, feed-consumer.db) and CONSUMER_HOLDER (the lease
+holder's name; host-pid by default). --once reads until the feed has nothing more, then exits.
 
 Crash-safe: each item's effect and its (source, event_id) are committed together in the local
 database, and only then is the cursor committed to hookbox. A crash in between brings the items
@@ -21,7 +21,8 @@ NAME = os.environ.get("CONSUMER", "feed-consumer")
 SOURCES = [s for s in os.environ.get("HOOKBOX_SOURCES", "").split(",") if s]
 DB = os.environ.get("CONSUMER_DB", "feed-consumer.db")
 # The lease holder: 1 to 64 letters, digits, '.', '_', '-'.
-HOLDER = re.sub(r"[^A-Za-z0-9._-]", "-", f"{socket.gethostname()}-{os.getpid()}")[-64:]
+HOLDER = os.environ.get("CONSUMER_HOLDER") or re.sub(
+    r"[^A-Za-z0-9._-]", "-", f"{socket.gethostname()}-{os.getpid()}")[-64:]
 log = logging.getLogger("feed-consumer")
 
 

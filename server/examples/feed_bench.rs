@@ -68,8 +68,8 @@ async fn read_http(
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
                 .unwrap_or(1);
-            // The token's rate: wait for its next request rather than a whole second.
-            tokio::time::sleep(Duration::from_millis(50).min(Duration::from_secs(wait))).await;
+            // Over the token's rate: as a well-behaved client, after the time it is told.
+            tokio::time::sleep(Duration::from_secs(wait)).await;
             continue;
         }
         anyhow::ensure!(

@@ -1,5 +1,5 @@
-//! The pull feed's moving parts in `hookbox serve`: the long polls waiting for items, how
-//! commits reach them, and the consumers' lag in `/metrics`.
+//! The pull feed's moving parts in `hookbox serve`: the long polls waiting for items, and how
+//! commits reach them. (The consumers' lag in `/metrics`: `crate::metrics`.)
 //!
 //! - Ingest calls [`FeedSignal::committed`] after each commit; the announcer sends one `NOTIFY`
 //!   per burst of them (never inside a delivery's transaction), and every process's listener
@@ -16,8 +16,7 @@
 
 use crate::background::Background;
 use app::db::Db;
-use app::feed::{Cursor, Selection, consumers};
-use std::collections::BTreeSet;
+use app::feed::{Cursor, Selection};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -32,9 +31,6 @@ pub const MAX_WAITERS: usize = 256;
 /// Pages of the feed read at once in one process, at most: each holds up to about 1 MiB of
 /// bodies several times over (rows, items, the answer); the others wait their turn.
 pub const READS_AT_ONCE: usize = 4;
-
-/// How often, at most, the consumers' lag is measured for `/metrics`.
-pub const LAG_INTERVAL: Duration = Duration::from_secs(15);
 
 /// The watcher reads what is new at most once per this.
 pub const WATCH_PAUSE: Duration = Duration::from_millis(10);
@@ -244,45 +240,6 @@ pub fn start(db: &Db, signal: &Arc<FeedSignal>, background: &Background) {
             listening.await;
         });
     }
-}
-
-/// Sets each consumer's lag gauges for `/metrics`, measured at most once per [`LAG_INTERVAL`]
-/// whatever the scrapes (one at a time); a consumer deleted since reads 0.
-pub async fn export_lag(db: &Db) {
-    static LAST: tokio::sync::Mutex<(Option<std::time::Instant>, BTreeSet<String>)> =
-        tokio::sync::Mutex::const_new((None, BTreeSet::new()));
-    let mut last = LAST.lock().await;
-    if last.0.is_some_and(|at| at.elapsed() < LAG_INTERVAL) {
-        return;
-    }
-    last.0 = Some(std::time::Instant::now());
-    measure_lag(db, &mut last.1).await;
-}
-
-async fn measure_lag(db: &Db, shown: &mut BTreeSet<String>) {
-    let list = match consumers::list(db).await {
-        Ok(list) => list,
-        Err(e) => {
-            metrics::counter!(crate::metrics::READ_FAILURES, "read" => "feed_lag").increment(1);
-            tracing::warn!(error = %e, "feed: cannot list consumers for their lag");
-            return;
-        }
-    };
-    let mut now = BTreeSet::new();
-    for consumer in &list {
-        match consumers::lag(db, consumer, &consumer.selection()).await {
-            Ok(lag) => crate::metrics::feed_lag(&consumer.name, lag.items, lag.seconds),
-            Err(e) => {
-                metrics::counter!(crate::metrics::READ_FAILURES, "read" => "feed_lag").increment(1);
-                tracing::warn!(consumer = %consumer.name, error = %e, "feed: lag not measured");
-            }
-        }
-        now.insert(consumer.name.clone());
-    }
-    for gone in shown.difference(&now) {
-        crate::metrics::feed_lag(gone, 0, 0);
-    }
-    *shown = now;
 }
 
 #[cfg(test)]

@@ -108,9 +108,50 @@ const BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// How often, at most, the feed consumers' lag is read for `/metrics`.
+pub const FEED_LAG_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Each feed consumer's lag gauges, read at most once per [`FEED_LAG_EVERY`] whatever the
+/// scrapes (one at a time); a consumer deleted since reads 0.
+async fn read_feed_lag(db: &app::db::Db) {
+    use app::feed::consumers;
+    static LAST: tokio::sync::Mutex<(Option<Instant>, Vec<String>)> =
+        tokio::sync::Mutex::const_new((None, Vec::new()));
+    let mut last = LAST.lock().await;
+    if last.0.is_some_and(|at| at.elapsed() < FEED_LAG_EVERY) {
+        return;
+    }
+    last.0 = Some(Instant::now());
+    let list = match consumers::list(db).await {
+        Ok(list) => list,
+        Err(e) => {
+            metrics::counter!(READ_FAILURES, "read" => "feed_lag").increment(1);
+            tracing::warn!(error = %e, "metrics: the feed consumers could not be listed");
+            return;
+        }
+    };
+    for consumer in &list {
+        match consumers::lag(db, consumer, &consumer.selection()).await {
+            Ok(lag) => feed_lag(&consumer.name, lag.items, lag.seconds),
+            Err(e) => {
+                metrics::counter!(READ_FAILURES, "read" => "feed_lag").increment(1);
+                tracing::warn!(consumer = %consumer.name, error = %e, "metrics: a feed consumer's lag could not be read");
+            }
+        }
+    }
+    for gone in last
+        .1
+        .iter()
+        .filter(|n| !list.iter().any(|c| &c.name == *n))
+    {
+        feed_lag(gone, 0, 0);
+    }
+    last.1 = list.into_iter().map(|c| c.name).collect();
+}
+
 /// A feed consumer's lag: items behind (counted up to `consumers::LAG_COUNT_CAP`) and the age
 /// of the oldest of them, in seconds.
-pub fn feed_lag(consumer: &str, items: i64, seconds: i64) {
+fn feed_lag(consumer: &str, items: i64, seconds: i64) {
     metrics::gauge!("hookbox_feed_consumer_lag_items", "consumer" => consumer.to_string())
         .set(items as f64);
     metrics::gauge!("hookbox_feed_consumer_lag_seconds", "consumer" => consumer.to_string())
@@ -180,7 +221,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
     }
     read_verify_runs(&state).await;
     read_open_problems(&state).await;
-    crate::feed::export_lag(&state.db).await;
+    read_feed_lag(&state.db).await;
     if !state.config.destinations.is_empty() {
         read_forward_dead(&state).await;
         match app::forward::backlog(&state.db).await {
@@ -215,7 +256,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
 }
 
 /// A read of the database at scrape failed (its gauges keep their previous value).
-pub(crate) const READ_FAILURES: &str = "hookbox_metrics_read_failures_total";
+const READ_FAILURES: &str = "hookbox_metrics_read_failures_total";
 const READS: &[&str] = &[
     "forward_backlog",
     "forward_dead",

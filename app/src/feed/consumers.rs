@@ -11,7 +11,9 @@
 
 use super::{Cursor, FeedError, Page, Selection, read};
 use crate::db::Db;
+use crate::db::audit::{AuditEntry, audit};
 use crate::db::dialect::Dialect;
+use crate::model::AuditAction;
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement, Value};
 
@@ -229,8 +231,8 @@ pub async fn list(db: &Db) -> Result<Vec<Consumer>, DbErr> {
     rows.iter().map(consumer_of).collect()
 }
 
-/// Deletes the consumer; `false` when there was none.
-pub async fn delete(db: &Db, name: &str) -> Result<bool, DbErr> {
+/// Deletes the consumer, audited as `actor`'s; `false` when there was none.
+pub async fn delete(db: &Db, name: &str, actor: &str) -> Result<bool, DbErr> {
     let writer = db.dashboard_writer().await?;
     let result = writer
         .execute_raw(Statement::from_sql_and_values(
@@ -239,7 +241,23 @@ pub async fn delete(db: &Db, name: &str) -> Result<bool, DbErr> {
             vec![name.into()],
         ))
         .await?;
-    Ok(result.rows_affected() > 0)
+    drop(writer);
+    let deleted = result.rows_affected() > 0;
+    if deleted {
+        audit(
+            db,
+            AuditEntry {
+                actor,
+                action: AuditAction::DeleteFeedConsumer,
+                target: Some(name),
+                outcome: "succeeded",
+                detail: None,
+                address: None,
+            },
+        )
+        .await?;
+    }
+    Ok(deleted)
 }
 
 /// The consumer's next items from its committed cursor, through `selection` (its own, narrowed
@@ -284,12 +302,14 @@ pub async fn commit(
     move_to(db, &consumer, cursor, true).await
 }
 
-/// Moves the committed cursor to where `to` says, backwards or forwards.
+/// Moves the committed cursor to where `to` says, backwards or forwards; audited as `actor`'s
+/// (a seek back makes items come again, a seek forward skips them).
 pub async fn seek(
     db: &Db,
     name: &str,
     to: Seek,
     holder: Option<&str>,
+    actor: &str,
 ) -> Result<Consumer, ConsumerError> {
     let consumer = lease(db, name, holder).await?;
     let cursor = match to {
@@ -297,7 +317,21 @@ pub async fn seek(
         Seek::Latest => super::latest(db).await?,
         Seek::Time(at) => super::at_time(db, at).await?,
     };
-    move_to(db, &consumer, cursor, false).await
+    let moved = move_to(db, &consumer, cursor, false).await?;
+    let detail = format!("from {} to {}", consumer.committed, moved.committed);
+    audit(
+        db,
+        AuditEntry {
+            actor,
+            action: AuditAction::SeekFeedConsumer,
+            target: Some(name),
+            outcome: "succeeded",
+            detail: Some(&detail),
+            address: None,
+        },
+    )
+    .await?;
+    Ok(moved)
 }
 
 /// Sets the committed cursor; `forward_only`: unless another commit moved it past `cursor`

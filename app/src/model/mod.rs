@@ -107,6 +107,9 @@ vocabulary! {
         /// An API token made or revoked (`hookbox token`, `/tokens`).
         AddToken = "add_token",
         RevokeToken = "revoke_token",
+        /// A feed consumer deleted, or its cursor moved by a seek (`/api/v1/feed/consumers`).
+        DeleteFeedConsumer = "delete_feed_consumer",
+        SeekFeedConsumer = "seek_feed_consumer",
     }
 }
 

@@ -1,23 +1,17 @@
-//! `/api/v1/feed`: the pull feed ([`app::feed`]) and its named consumers
-//! ([`app::feed::consumers`]), for the token's sources.
+//! `/api/v1/feed`: the pull feed ([`app::feed`]), for the token's sources; its long polls, which
+//! the consumers' reads (`super::consumers`) share.
 //!
 //! - `wait` (0 to 30 s, never past the request deadline) holds an empty answer until an item
 //!   it takes is served ([`crate::feed`]'s watcher wakes it) or the wait ends; at most
 //!   [`crate::feed::MAX_WAITERS`] wait at once per process (429 beyond).
-//! - A token limited to some sources reads only theirs, and uses only the consumers that read
-//!   nothing else (the others are 404 to it).
-//! - Any token reads, creates, commits and seeks; deleting a consumer is an operator's.
+//! - A token limited to some sources reads only theirs.
 
 use super::ApiError;
-use super::doc::page;
-use super::extract::{ApiPath, Body, NoParams, Operator, PageQuery, Query, Viewer, page_by_name};
+use super::extract::{Query, Viewer};
 use crate::AppState;
-use app::auth::tokens::Caller;
-use app::feed::consumers::{self, Consumer, ConsumerError, Seek};
 use app::feed::{Content, Cursor, FeedError, Item, Page, Selection};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use serde_json::value::RawValue;
 use std::time::Duration;
 
@@ -183,366 +177,9 @@ pub(super) async fn read(
     Ok(Json(page.into()))
 }
 
-/// A consumer as the API shows it.
-#[derive(serde::Serialize, utoipa::ToSchema)]
-#[schema(example = json!({
-    "name": "warehouse",
-    "sources": ["shop"],
-    "types": null,
-    "committed": "48213.9120",
-    "committed_at": "2026-12-04T06:25:13.002Z",
-    "lag_items": 12,
-    "lag_seconds": 3,
-    "lease_until": null,
-    "created_at": "2026-12-01T09:00:00.000Z",
-    "created_by": "token loader"
-}))]
-pub struct ConsumerView {
-    pub name: String,
-    /// The sources it reads (`null`: every source).
-    pub sources: Option<Vec<String>>,
-    /// The types it reads (`null`: every type).
-    pub types: Option<Vec<String>>,
-    /// Its committed cursor: its reads start after it.
-    pub committed: String,
-    #[schema(format = DateTime)]
-    pub committed_at: Option<String>,
-    /// Items after the committed cursor, counted up to 100,000.
-    pub lag_items: i64,
-    /// The age of the oldest of them, in seconds (0 when there is none).
-    pub lag_seconds: i64,
-    /// Until when a reader holds its lease (`null`: nobody does).
-    #[schema(format = DateTime)]
-    pub lease_until: Option<String>,
-    #[schema(format = DateTime)]
-    pub created_at: String,
-    /// Who created it: `token <name>` or `user <name>`.
-    pub created_by: String,
-}
-
-page!(
-    /// The consumers the token may use, by name.
-    ConsumerPage of ConsumerView
-);
-
-/// What a consumer reads (`PUT`): both optional (every source, every type).
-#[derive(serde::Deserialize, Default, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"sources": ["shop"], "types": ["order.updated"]}))]
-pub struct ConsumerRequest {
-    sources: Option<Vec<String>>,
-    types: Option<Vec<String>>,
-}
-
-/// A commit: the cursor of the last item processed.
-#[derive(serde::Deserialize, Default, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"cursor": "48213.9120"}))]
-pub struct CommitRequest {
-    cursor: String,
-    /// The lease holder that reads (when a lease is used).
-    lease: Option<String>,
-}
-
-/// A seek: `earliest`, `latest` or an RFC 3339 time.
-#[derive(serde::Deserialize, Default, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"to": "2026-12-04T00:00:00Z"}))]
-pub struct SeekRequest {
-    to: String,
-    /// The lease holder that reads (when a lease is used).
-    lease: Option<String>,
-}
-
-/// What a consumer's read takes.
-#[derive(serde::Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ItemsQuery {
-    /// Items of the page, 1 to 500 (100 when not given).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
-    limit: Option<String>,
-    /// Seconds, 0 to 30, to hold an empty answer until an item commits.
-    #[param(value_type = Option<u32>, minimum = 0, maximum = 30)]
-    wait: Option<String>,
-    /// A name for this reader: takes (or renews) the consumer's lease for 30 s; while it is
-    /// live, other readers are refused (409).
-    lease: Option<String>,
-}
-
-/// The consumers the token may use.
-#[utoipa::path(
-    get,
-    path = "/api/v1/feed/consumers",
-    operation_id = "list_feed_consumers",
-    tag = "feed",
-    params(PageQuery),
-    responses((status = 200, description = "A page of consumers", body = ConsumerPage))
-)]
-pub(super) async fn list(
-    State(state): State<AppState>,
-    Query(query): Query<PageQuery>,
-    Viewer(caller): Viewer,
-) -> Result<Json<ConsumerPage>, ApiError> {
-    let usable: Vec<Consumer> = consumers::list(&state.db)
-        .await?
-        .into_iter()
-        .filter(|c| usable(&caller, c))
-        .collect();
-    let (page, next_cursor) = page_by_name(usable, |c| &c.name, &query)?;
-    let mut data = Vec::with_capacity(page.len());
-    for consumer in page {
-        data.push(view(&state, &caller, consumer).await?);
-    }
-    Ok(Json(ConsumerPage { data, next_cursor }))
-}
-
-/// Creates a consumer at the oldest item kept, or changes what it reads (its cursor stays).
-#[utoipa::path(
-    put,
-    path = "/api/v1/feed/consumers/{name}",
-    operation_id = "put_feed_consumer",
-    tag = "feed",
-    params(("name" = String, Path, description = "1 to 64 letters, digits, '.', '_' or '-'")),
-    request_body = ConsumerRequest,
-    responses(
-        (status = 201, description = "Created", body = ConsumerView),
-        (status = 200, description = "Changed", body = ConsumerView),
-        (status = 409, description = "100 consumers exist already", body = super::problem::Problem, content_type = "application/problem+json"),
-    )
-)]
-pub(super) async fn put(
-    State(state): State<AppState>,
-    ApiPath(name): ApiPath<String>,
-    Query(NoParams {}): Query<NoParams>,
-    Viewer(caller): Viewer,
-    Body(request): Body<ConsumerRequest>,
-) -> Result<(StatusCode, Json<ConsumerView>), ApiError> {
-    consumers::check_name("the consumer's name", &name).map_err(ApiError::BadRequest)?;
-    if let Some(existing) = consumers::get(&state.db, &name).await?
-        && !usable(&caller, &existing)
-    {
-        return Err(not_found(&name));
-    }
-    let mut selection = Selection::default();
-    if let Some(sources) = request.sources {
-        app::feed::check_names("sources", &sources).map_err(ApiError::BadRequest)?;
-        if let Some(unknown) = sources
-            .iter()
-            .find(|s| !state.config.sources.iter().any(|c| &c.name == *s))
-        {
-            return Err(ApiError::BadRequest(format!(
-                "sources: {unknown:?} is not a configured source"
-            )));
-        }
-        if let Some(unseen) = sources.iter().find(|s| !caller.sees(s)) {
-            return Err(ApiError::Forbidden(format!(
-                "sources: this token may not read {unseen:?}"
-            )));
-        }
-        selection.sources = Some(sources);
-    } else {
-        // A token of some sources makes a consumer of those.
-        selection.sources = caller.sources.clone();
-    }
-    if let Some(types) = request.types {
-        app::feed::check_names("types", &types).map_err(ApiError::BadRequest)?;
-        selection.types = Some(types);
-    }
-    let (consumer, created) = consumers::put(
-        &state.db,
-        &name,
-        &selection,
-        &format!("token {}", caller.name),
-    )
-    .await
-    .map_err(consumer_error)?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(view(&state, &caller, consumer).await?)))
-}
-
-/// A consumer: its committed cursor and lag.
-#[utoipa::path(
-    get,
-    path = "/api/v1/feed/consumers/{name}",
-    operation_id = "get_feed_consumer",
-    tag = "feed",
-    params(("name" = String, Path, description = "The consumer")),
-    responses((status = 200, description = "The consumer", body = ConsumerView))
-)]
-pub(super) async fn get(
-    State(state): State<AppState>,
-    ApiPath(name): ApiPath<String>,
-    Query(NoParams {}): Query<NoParams>,
-    Viewer(caller): Viewer,
-) -> Result<Json<ConsumerView>, ApiError> {
-    let consumer = find(&state, &caller, &name).await?;
-    Ok(Json(view(&state, &caller, consumer).await?))
-}
-
-/// Deletes a consumer (an operator's).
-#[utoipa::path(
-    delete,
-    path = "/api/v1/feed/consumers/{name}",
-    operation_id = "delete_feed_consumer",
-    tag = "feed",
-    params(("name" = String, Path, description = "The consumer")),
-    responses((status = 204, description = "Deleted"))
-)]
-pub(super) async fn delete(
-    State(state): State<AppState>,
-    ApiPath(name): ApiPath<String>,
-    Query(NoParams {}): Query<NoParams>,
-    Operator(caller): Operator,
-) -> Result<StatusCode, ApiError> {
-    find(&state, &caller, &name).await?;
-    if !consumers::delete(&state.db, &name).await? {
-        return Err(not_found(&name));
-    }
-    tracing::info!(token = %caller.name, consumer = %name, "feed consumer deleted");
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// The consumer's next items, after its committed cursor.
-#[utoipa::path(
-    get,
-    path = "/api/v1/feed/consumers/{name}/items",
-    operation_id = "read_feed_consumer",
-    tag = "feed",
-    params(("name" = String, Path, description = "The consumer"), ItemsQuery),
-    responses(
-        (status = 200, description = "The items after its committed cursor", body = FeedPage),
-        (status = 409, description = "Another reader holds the consumer's lease", body = super::problem::Problem, content_type = "application/problem+json"),
-        (status = 410, description = "Its committed cursor is past the archive's retention: seek it", body = super::problem::Problem, content_type = "application/problem+json"),
-    )
-)]
-pub(super) async fn items(
-    State(state): State<AppState>,
-    ApiPath(name): ApiPath<String>,
-    Query(query): Query<ItemsQuery>,
-    Viewer(caller): Viewer,
-) -> Result<Json<FeedPage>, ApiError> {
-    let limit = super::extract::limit(query.limit.as_deref())?;
-    let holder = holder(query.lease.as_deref())?;
-    let wait = wait(&state, query.wait.as_deref())?;
-    let consumer = find(&state, &caller, &name).await?;
-    let selection = consumer.selection().within(caller.sources.as_deref());
-    let (consumer, first) = {
-        let _turn = state.feed.reading().await;
-        consumers::items(&state.db, &name, holder, &selection, limit)
-            .await
-            .map_err(consumer_error)?
-    };
-    let mut first = Some(first);
-    let page = long_poll(&state, wait, &selection, || {
-        let first = first.take();
-        let (state, selection) = (&state, &selection);
-        async move {
-            match first {
-                Some(page) => Ok(page),
-                None => {
-                    let _turn = state.feed.reading().await;
-                    app::feed::read(&state.db, Some(consumer.committed), selection, limit)
-                        .await
-                        .map_err(feed_error)
-                }
-            }
-        }
-    })
-    .await?;
-    if let Some(holder) = holder
-        && !wait.is_zero()
-    {
-        // The lease lasts its whole length after the answer, however long the poll waited.
-        consumers::renew_lease(&state.db, &name, holder)
-            .await
-            .map_err(consumer_error)?;
-    }
-    Ok(Json(page.into()))
-}
-
-/// Moves the consumer's committed cursor forward.
-#[utoipa::path(
-    post,
-    path = "/api/v1/feed/consumers/{name}/commit",
-    operation_id = "commit_feed_consumer",
-    tag = "feed",
-    params(("name" = String, Path, description = "The consumer")),
-    request_body = CommitRequest,
-    responses(
-        (status = 200, description = "Committed", body = ConsumerView),
-        (status = 409, description = "Before the committed cursor, past what was served, or another reader holds the lease", body = super::problem::Problem, content_type = "application/problem+json"),
-    )
-)]
-pub(super) async fn commit(
-    State(state): State<AppState>,
-    ApiPath(name): ApiPath<String>,
-    Query(NoParams {}): Query<NoParams>,
-    Viewer(caller): Viewer,
-    Body(request): Body<CommitRequest>,
-) -> Result<Json<ConsumerView>, ApiError> {
-    if request.cursor.is_empty() {
-        return Err(ApiError::BadRequest(
-            "cursor: required (an item's cursor or a page's next_cursor)".into(),
-        ));
-    }
-    let to = cursor(&request.cursor)?;
-    let holder = holder(request.lease.as_deref())?;
-    find(&state, &caller, &name).await?;
-    let consumer = consumers::commit(&state.db, &name, to, holder)
-        .await
-        .map_err(consumer_error)?;
-    Ok(Json(view(&state, &caller, consumer).await?))
-}
-
-/// Moves the consumer's committed cursor to the earliest item kept, the latest, or a time.
-#[utoipa::path(
-    post,
-    path = "/api/v1/feed/consumers/{name}/seek",
-    operation_id = "seek_feed_consumer",
-    tag = "feed",
-    params(("name" = String, Path, description = "The consumer")),
-    request_body = SeekRequest,
-    responses(
-        (status = 200, description = "Moved", body = ConsumerView),
-        (status = 409, description = "Another reader holds the lease", body = super::problem::Problem, content_type = "application/problem+json"),
-    )
-)]
-pub(super) async fn seek(
-    State(state): State<AppState>,
-    ApiPath(name): ApiPath<String>,
-    Query(NoParams {}): Query<NoParams>,
-    Viewer(caller): Viewer,
-    Body(request): Body<SeekRequest>,
-) -> Result<Json<ConsumerView>, ApiError> {
-    let to = match request.to.as_str() {
-        "earliest" => Seek::Earliest,
-        "latest" => Seek::Latest,
-        time => Seek::Time(
-            chrono::DateTime::parse_from_rfc3339(time)
-                .map_err(|_| {
-                    ApiError::BadRequest(format!(
-                        "to: {time:?} is not \"earliest\", \"latest\" or an RFC 3339 time"
-                    ))
-                })?
-                .to_utc(),
-        ),
-    };
-    let holder = holder(request.lease.as_deref())?;
-    find(&state, &caller, &name).await?;
-    let consumer = consumers::seek(&state.db, &name, to, holder)
-        .await
-        .map_err(consumer_error)?;
-    Ok(Json(view(&state, &caller, consumer).await?))
-}
-
 /// Reads until a page has items, the wait ends, or the server stops; waits without a database
 /// connection, woken only when an item `selection` takes may have been served.
-async fn long_poll<F, Fut>(
+pub(super) async fn long_poll<F, Fut>(
     state: &AppState,
     wait: Duration,
     selection: &Selection,
@@ -580,7 +217,7 @@ where
 }
 
 /// `wait` in seconds: 0 to [`MAX_WAIT_SECS`], and a second short of the request deadline.
-fn wait(state: &AppState, given: Option<&str>) -> Result<Duration, ApiError> {
+pub(super) fn wait(state: &AppState, given: Option<&str>) -> Result<Duration, ApiError> {
     let Some(text) = given else {
         return Ok(Duration::ZERO);
     };
@@ -597,19 +234,12 @@ fn wait(state: &AppState, given: Option<&str>) -> Result<Duration, ApiError> {
     Ok(Duration::from_secs(secs.min(most)))
 }
 
-fn cursor(text: &str) -> Result<Cursor, ApiError> {
+pub(super) fn cursor(text: &str) -> Result<Cursor, ApiError> {
     Cursor::parse(text).ok_or_else(|| {
         ApiError::BadRequest(format!(
             "cursor {text:?} is not one hookbox gave out (an item's cursor or a page's next_cursor)"
         ))
     })
-}
-
-fn holder(given: Option<&str>) -> Result<Option<&str>, ApiError> {
-    if let Some(holder) = given {
-        consumers::check_name("lease", holder).map_err(ApiError::BadRequest)?;
-    }
-    Ok(given)
 }
 
 /// A comma-separated list of names, bounded.
@@ -622,68 +252,12 @@ fn names(what: &str, given: Option<&str>) -> Result<Option<Vec<String>>, ApiErro
     Ok(Some(names))
 }
 
-/// Whether the token may use the consumer: it reads nothing of a source the token does not see.
-fn usable(caller: &Caller, consumer: &Consumer) -> bool {
-    match (&caller.sources, &consumer.sources) {
-        (None, _) => true,
-        (Some(_), None) => false,
-        (Some(_), Some(sources)) => sources.iter().all(|s| caller.sees(s)),
-    }
-}
-
-async fn find(state: &AppState, caller: &Caller, name: &str) -> Result<Consumer, ApiError> {
-    match consumers::get(&state.db, name).await? {
-        Some(consumer) if usable(caller, &consumer) => Ok(consumer),
-        _ => Err(not_found(name)),
-    }
-}
-
-fn not_found(name: &str) -> ApiError {
-    ApiError::NotFound(format!("there is no consumer {name:?} this token may use"))
-}
-
-async fn view(
-    state: &AppState,
-    caller: &Caller,
-    consumer: Consumer,
-) -> Result<ConsumerView, ApiError> {
-    let selection = consumer.selection().within(caller.sources.as_deref());
-    let lag = consumers::lag(&state.db, &consumer, &selection).await?;
-    let time =
-        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let now = chrono::Utc::now();
-    Ok(ConsumerView {
-        lease_until: consumer.leased_to(now).and(consumer.lease_until).map(time),
-        name: consumer.name,
-        sources: consumer.sources,
-        types: consumer.types,
-        committed: consumer.committed.to_string(),
-        committed_at: consumer.committed_at.map(time),
-        lag_items: lag.items,
-        lag_seconds: lag.seconds,
-        created_at: time(consumer.created_at),
-        created_by: consumer.created_by,
-    })
-}
-
-fn feed_error(e: FeedError) -> ApiError {
+pub(super) fn feed_error(e: FeedError) -> ApiError {
     match e {
         FeedError::Gone { oldest } => ApiError::Gone {
             why: FeedError::Gone { oldest }.to_string(),
             oldest_cursor: oldest.to_string(),
         },
         FeedError::Db(e) => ApiError::from(e),
-    }
-}
-
-fn consumer_error(e: ConsumerError) -> ApiError {
-    match e {
-        ConsumerError::NotFound(name) => not_found(&name),
-        ConsumerError::Gone { oldest } => ApiError::Gone {
-            why: ConsumerError::Gone { oldest }.to_string(),
-            oldest_cursor: oldest.to_string(),
-        },
-        ConsumerError::Db(e) => ApiError::from(e),
-        conflict => ApiError::Conflict(conflict.to_string()),
     }
 }

@@ -10,6 +10,7 @@
 //! - An unknown query parameter is a 400 naming it.
 
 mod bulk;
+mod consumers;
 mod destinations;
 pub mod doc;
 mod events;
@@ -62,11 +63,11 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(operators::rejected))
         .routes(routes!(operators::audit))
         .routes(routes!(feed::read))
-        .routes(routes!(feed::list))
-        .routes(routes!(feed::put, feed::get, feed::delete))
-        .routes(routes!(feed::items))
-        .routes(routes!(feed::commit))
-        .routes(routes!(feed::seek))
+        .routes(routes!(consumers::list))
+        .routes(routes!(consumers::put, consumers::get, consumers::delete))
+        .routes(routes!(consumers::items))
+        .routes(routes!(consumers::commit))
+        .routes(routes!(consumers::seek))
 }
 
 /// The OpenAPI 3.1 document of the API, as `GET /api/v1/openapi.json` answers it.

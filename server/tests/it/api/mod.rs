@@ -56,9 +56,21 @@ pub async fn get(
 
 /// The answer to `POST path` with `token` and a JSON `body`: status and the body as JSON.
 pub async fn post(app: &TestApp, token: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
+    send_json(app, reqwest::Method::POST, token, path, body).await
+}
+
+/// The answer to `method path` with `token` and a JSON `body`: status and the body as JSON (or
+/// as a string when it is not JSON).
+pub async fn send_json(
+    app: &TestApp,
+    method: reqwest::Method,
+    token: &str,
+    path: &str,
+    body: &str,
+) -> (u16, serde_json::Value) {
     let response = app
         .client
-        .post(app.url(path))
+        .request(method, app.url(path))
         .bearer_auth(token)
         .header("content-type", "application/json")
         .body(body.to_string())

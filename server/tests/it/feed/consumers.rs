@@ -141,6 +141,12 @@ async fn a_consumer_reads_from_its_committed_cursor_commits_forward_and_seeks(ba
     );
     let (status, body) = post(&app, &loader, &format!("{path}/seek"), &seek("yesterday")).await;
     assert_eq!(status, 400, "{body}");
+    let seeks = count(
+        &app.db,
+        "SELECT count(*) FROM audit_log WHERE action = 'seek_feed_consumer' AND actor = 'token loader-2' AND target = 'warehouse'",
+    )
+    .await;
+    assert_eq!(seeks, 3, "each seek is audited");
 
     // A consumer of every source reads the dedup source's item too.
     let (status, _) = put(&app, &loader, "/api/v1/feed/consumers/everything", "").await;
@@ -290,36 +296,35 @@ async fn scopes_bound_who_uses_a_consumer_and_an_operator_deletes_one(backend: B
     assert_eq!(listed["next_cursor"], "everything");
 
     // Deleting is an operator's.
-    let response = app
-        .client
-        .delete(app.url("/api/v1/feed/consumers/mine"))
-        .bearer_auth(&all)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 403);
-    let response = app
-        .client
-        .delete(app.url("/api/v1/feed/consumers/mine"))
-        .bearer_auth(&operator)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 204);
+    assert_eq!(delete(&app, &all, "/api/v1/feed/consumers/mine").await, 403);
+    assert_eq!(
+        delete(&app, &operator, "/api/v1/feed/consumers/mine").await,
+        204
+    );
     assert!(
         app::feed::consumers::get(&app.db, "mine")
             .await
             .unwrap()
             .is_none()
     );
-    let response = app
-        .client
-        .delete(app.url("/api/v1/feed/consumers/mine"))
-        .bearer_auth(&operator)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 404);
+    let audited = texts(
+        &app.db,
+        "SELECT actor, action, target FROM audit_log WHERE action = 'delete_feed_consumer'",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        audited,
+        [[
+            Some("token ops".to_string()),
+            Some("delete_feed_consumer".into()),
+            Some("mine".into())
+        ]]
+    );
+    assert_eq!(
+        delete(&app, &operator, "/api/v1/feed/consumers/mine").await,
+        404
+    );
 
     // At most 100: the 101st is refused and nothing is stored.
     let selection = app::feed::Selection::default();

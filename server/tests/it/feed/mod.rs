@@ -76,19 +76,28 @@ pub fn ids(items: &[Value]) -> Vec<String> {
 
 /// A `PUT` with a JSON body: status and body.
 pub async fn put(app: &TestApp, token: &str, path: &str, body: &str) -> (u16, Value) {
-    let response = app
-        .client
-        .put(app.url(path))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
+    crate::api::send_json(app, reqwest::Method::PUT, token, path, body).await
+}
+
+/// A `DELETE`: its status.
+pub async fn delete(app: &TestApp, token: &str, path: &str) -> u16 {
+    crate::api::send_json(app, reqwest::Method::DELETE, token, path, "")
         .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+        .0
+}
+
+/// The answer of a long poll of `path` and when it came, once the poll has been seen waiting
+/// (still unanswered 300 ms after it was sent).
+pub type Poll = tokio::task::JoinHandle<((u16, String, Value), std::time::Instant)>;
+
+/// Sends a long poll of `path` and returns once it is seen waiting.
+pub async fn waiting_poll(app: &TestApp, token: &str, path: String) -> Poll {
+    let (app, token) = (app.clone_handle(), token.to_string());
+    let poll = tokio::spawn(async move {
+        let answer = get(&app, Some(&token), &path).await;
+        (answer, std::time::Instant::now())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!poll.is_finished(), "the poll waits for an item");
+    poll
 }

@@ -239,18 +239,7 @@ async fn a_long_poll_wakes_within_100_ms_of_a_commit_in_another_process() {
 
     let mut woken = Vec::new();
     for round in 0..7 {
-        let (reader2, all2, after2) = (reader.clone_handle(), all.clone(), after.clone());
-        let poll = tokio::spawn(async move {
-            let answer = get(
-                &reader2,
-                Some(&all2),
-                &format!("/api/v1/feed?after={after2}&wait=20"),
-            )
-            .await;
-            (answer, std::time::Instant::now())
-        });
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        assert!(!poll.is_finished(), "the poll waits");
+        let poll = waiting_poll(&reader, &all, format!("/api/v1/feed?after={after}&wait=20")).await;
         let id = format!("r-{round}");
         let sent = std::time::Instant::now();
         let (status, _) = send_to(&client, other.addr, &event(&id, &id, 1, "{}"))

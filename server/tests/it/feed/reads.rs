@@ -242,18 +242,12 @@ async fn a_long_poll_waits_for_a_commit_and_answers_it_at_once(backend: Backend)
     let mut woken = Vec::new();
     let mut after = end;
     for round in 0..5 {
-        let (app2, all2, after2) = (app.clone_handle(), all.clone(), after.clone());
-        let poll = tokio::spawn(async move {
-            let answer = get(
-                &app2,
-                Some(&all2),
-                &format!("/api/v1/feed?after={after2}&wait=20&source=gh"),
-            )
-            .await;
-            (answer, std::time::Instant::now())
-        });
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        assert!(!poll.is_finished(), "the poll waits for an item");
+        let poll = waiting_poll(
+            &app,
+            &all,
+            format!("/api/v1/feed?after={after}&wait=20&source=gh"),
+        )
+        .await;
         // A delivery of another source does not answer it.
         let other = format!("other-{round}");
         app.send("shop", &event(&other, &other, 1, "{}")).await;

@@ -16,6 +16,11 @@
 //! `FLOOD_ONLY=signin`, `refused`, `export`, `pages`, `api` or `feed` (comma-separated) narrows the flood to
 //! those kinds, to find which one costs the deliveries what.
 
+mod feed;
+mod forged;
+
+use forged::forged_delivery;
+
 use crate::support::*;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -83,65 +88,10 @@ async fn start(database_url: &str) -> Binary {
 /// is 100 failed sign-ins and 100 refused requests a second, beside the stalled exports: beyond
 /// any real traffic, yet leaving the two cores this test shares with PostgreSQL and its own
 /// client to hookbox's work rather than to the load generator's.
-fn hostile_pace() -> tokio::time::Interval {
+pub(super) fn hostile_pace() -> tokio::time::Interval {
     let mut pace = tokio::time::interval(Duration::from_millis(20));
     pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     pace
-}
-
-/// The `n`th forged delivery to one of the sources whose verifier is not `hmac-sha256`: a
-/// recipe (Lemon Squeezy), Twilio's sorted form of 2,000 fields, Mailgun's signature object in a
-/// JSON body, eight forged Ed25519 `v1a` entries, and Asana's unsigned handshake with no one
-/// waiting. Each body is about 16 KiB.
-fn forged_delivery(n: u64) -> (&'static str, Vec<(&'static str, String)>, String) {
-    let filler = "f".repeat(16 * 1024);
-    let json = ("Content-Type", "application/json".to_string());
-    match n % 5 {
-        0 => (
-            "lemon",
-            vec![json, ("X-Signature", "ab".repeat(32))],
-            format!(r#"{{"meta":{{"event_name":"order_created"}},"pad":"{filler}"}}"#),
-        ),
-        1 => (
-            "twilio",
-            vec![
-                ("Content-Type", "application/x-www-form-urlencoded".into()),
-                ("X-Twilio-Signature", "Zm9yZ2VkLXNpZ25hdHVyZQ==".into()),
-            ],
-            (0..2000)
-                .map(|f| format!("F{:04}=v{}", 1999 - f, f % 7))
-                .collect::<Vec<_>>()
-                .join("&"),
-        ),
-        2 => (
-            "mailgun",
-            vec![json],
-            format!(
-                r#"{{"signature":{{"timestamp":"{}","token":"t{n}","signature":"{}"}},"event-data":{{"id":"x","pad":"{filler}"}}}}"#,
-                now(),
-                "cd".repeat(32)
-            ),
-        ),
-        3 => {
-            let entry = format!("v1a,{}", "A".repeat(86) + "==");
-            let entries = vec![entry; 8].join(" ");
-            (
-                "stdwh",
-                vec![
-                    json,
-                    ("webhook-id", format!("msg_{n}")),
-                    ("webhook-timestamp", now().to_string()),
-                    ("webhook-signature", entries),
-                ],
-                format!(r#"{{"type":"x","pad":"{filler}"}}"#),
-            )
-        }
-        _ => (
-            "asana",
-            vec![json, ("X-Hook-Secret", format!("forged-secret-{n}"))],
-            String::new(),
-        ),
-    }
 }
 
 /// Signs in from `address`; the session cookie when it worked, else the status.
@@ -413,79 +363,20 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         }));
     }
 
-    // The pull feed, from four more addresses with four viewer tokens: long polls that wait
-    // for a source that never gets a delivery (until the process's 256 waiters are taken: 429),
-    // whole pages from the start, a consumer read with a lease, and new consumers (until the
-    // 100 there may be: 409).
-    let long_polls = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let feed_served = Arc::new(AtomicU64::new(0));
-    for n in 0..if on("feed") { 4 } else { 0 } {
-        let token = app::auth::tokens::add_token(
+    let feed = if on("feed") {
+        feed::flood(
             &db,
-            &format!("feed-flooder-{n}"),
-            app::model::Role::Viewer,
-            &[],
-            None,
-            "olga",
-            &["shop"],
+            addr,
+            &client,
+            &stop,
+            &flooded,
+            &server_errors,
+            &mut flood,
         )
         .await
-        .expect("a feed flooder's token");
-        let (client, stop, flooded, server_errors, long_polls, feed_served) = (
-            client.clone(),
-            stop.clone(),
-            flooded.clone(),
-            server_errors.clone(),
-            long_polls.clone(),
-            feed_served.clone(),
-        );
-        flood.push(tokio::spawn(async move {
-            let mut i = 0u64;
-            let mut pace = hostile_pace();
-            let from = format!("203.0.113.{}", 70 + n);
-            while !stop.load(Ordering::Relaxed) {
-                pace.tick().await;
-                let (method, path) = match i % 4 {
-                    0 | 1 => ("GET", "/api/v1/feed?source=sw&wait=10".to_string()),
-                    2 => ("GET", "/api/v1/feed?limit=500".to_string()),
-                    _ if i % 8 == 3 => ("PUT", format!("/api/v1/feed/consumers/flood-{n}-{i}")),
-                    _ => (
-                        "GET",
-                        format!(
-                            "/api/v1/feed/consumers/flood-{n}-3/items?limit=500&wait=10&lease=f{i}"
-                        ),
-                    ),
-                };
-                let request = match method {
-                    "PUT" => client.put(format!("http://{addr}{path}")),
-                    _ => client.get(format!("http://{addr}{path}")),
-                }
-                .bearer_auth(&token)
-                .header("X-Forwarded-For", &from);
-                let (server_errors, feed_served) = (server_errors.clone(), feed_served.clone());
-                let call = tokio::spawn(async move {
-                    let status = request
-                        .send()
-                        .await
-                        .map(|a| a.status().as_u16())
-                        .unwrap_or(0);
-                    if status == 200 || status == 201 {
-                        feed_served.fetch_add(1, Ordering::Relaxed);
-                    }
-                    if status == 0 || status >= 500 {
-                        let mut errors = server_errors.lock().unwrap_or_else(|e| e.into_inner());
-                        errors.push((path, status));
-                    }
-                });
-                long_polls
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(call);
-                flooded.fetch_add(1, Ordering::Relaxed);
-                i += 1;
-            }
-        }));
-    }
+    } else {
+        feed::Flood::default()
+    };
 
     // The sender: 50 deliveries a second for 30 s, each timed.
     let peak_rss = Arc::new(AtomicU64::new(0));
@@ -554,7 +445,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         let _ = task.await;
     }
     // The feed's calls end within their wait (10 s).
-    let calls: Vec<_> = std::mem::take(&mut *long_polls.lock().unwrap_or_else(|e| e.into_inner()));
+    let calls: Vec<_> = std::mem::take(&mut *feed.calls.lock().unwrap_or_else(|e| e.into_inner()));
     for call in calls {
         let _ = call.await;
     }
@@ -599,7 +490,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         &server_errors[..server_errors.len().min(5)]
     );
     if on("feed") {
-        let served = feed_served.load(Ordering::Relaxed);
+        let served = feed.served.load(Ordering::Relaxed);
         println!("feed reads and consumers served during the flood: {served}");
         assert!(served >= 50, "the feed's calls were served {served} times");
         let consumers = scalar(&db, "SELECT count(*) FROM feed_consumers", vec![])
