@@ -272,8 +272,10 @@ async fn a_long_poll_waits_for_a_commit_and_answers_it_at_once(backend: Backend)
     }
     woken.sort();
     eprintln!("woken after {woken:?}");
+    // Woken by the commit, not by the 1 s backstop nor the end of the wait. (Within 100 ms is
+    // asserted where it is timed alone: `order::a_long_poll_wakes_within_100_ms_…`.)
     assert!(
-        woken[2] < std::time::Duration::from_millis(100),
-        "the median wake-up is within 100 ms of the delivery: {woken:?}"
+        woken[2] < std::time::Duration::from_millis(900),
+        "the median wake-up follows the delivery: {woken:?}"
     );
 }
