@@ -141,7 +141,9 @@ async fn linears_timestamp_inside_the_signed_body_is_checked_within_a_minute(bac
     let key = source.auth().parse_secret(CURRENT).unwrap();
     let previous = source.auth().parse_secret(PREVIOUS).unwrap();
     let at = |secs: i64, delivery: &str| signed_linear(source, &key, secs, delivery);
-    let (headers, body) = at(now(), "234d1a4e-b617-4388");
+    // One time for both signings: the body carries it, and the retry re-sends that body.
+    let sent_at = now();
+    let (headers, body) = at(sent_at, "234d1a4e-b617-4388");
     let accepted = app.post("linear", &headers, body.clone().into()).await;
     assert_eq!(
         (accepted.status, &accepted.body),
@@ -151,7 +153,7 @@ async fn linears_timestamp_inside_the_signed_body_is_checked_within_a_minute(bac
         )
     );
     // The previous secret verifies (Linear's retry: a duplicate); one changed byte is 401.
-    let (rotated, _) = signed_linear(source, &previous, now(), "234d1a4e-b617-4388");
+    let (rotated, _) = signed_linear(source, &previous, sent_at, "234d1a4e-b617-4388");
     let retried = app.post("linear", &rotated, body.clone().into()).await;
     assert_eq!(retried.outcome(), "duplicate", "{:?}", retried.body);
     let changed = body.replace("create", "crEate");
