@@ -30,7 +30,7 @@ pub const MAX_WAITERS: usize = 256;
 
 /// Pages of the feed read at once in one process, at most: each holds up to about 1 MiB of
 /// bodies several times over (rows, items, the answer); the others wait their turn.
-pub const READS_AT_ONCE: usize = 4;
+pub const READS_AT_ONCE: usize = 2;
 
 /// The watcher reads what is new at most once per this.
 pub const WATCH_PAUSE: Duration = Duration::from_millis(10);
