@@ -71,14 +71,24 @@ pub fn cut(text: &str) -> (&str, bool) {
     (&text[..at], true)
 }
 
-/// [`pretty`] on a blocking thread, so a large body never holds an async worker (deliveries run
-/// on those).
-pub async fn pretty_off_worker(text: String) -> String {
-    match tokio::task::spawn_blocking(move || pretty(&text)).await {
-        Ok(laid_out) => laid_out,
+/// What the event page shows of a body's text, computed on a blocking thread (a body-sized
+/// computation never runs on an async worker): whether it is JSON, its searchable fields (at
+/// most 40), and the text laid out (pretty when JSON, as it is otherwise).
+pub async fn read_body_off_worker(text: String) -> (bool, Vec<(String, String)>, String) {
+    let read = move || {
+        if crate::json::parse(&text).is_err() {
+            return (false, Vec::new(), text);
+        }
+        let searchable = serde_json::from_str(&text)
+            .map(|body| crate::db::contains::searchable_fields(&body, 40))
+            .unwrap_or_default();
+        (true, searchable, pretty(&text))
+    };
+    match tokio::task::spawn_blocking(read).await {
+        Ok(read) => read,
         Err(e) => {
-            tracing::error!(error = %e, "pretty-printing failed");
-            String::new()
+            tracing::error!(error = %e, "reading a body for display failed");
+            (false, Vec::new(), String::new())
         }
     }
 }

@@ -14,6 +14,7 @@ use app::db::Db;
 use app::db::audit::{AuditEntry, audit};
 use app::db::export::{self, EXPORT_BATCH, EXPORT_CAP, ExportRow, Format, Place};
 use app::db::filter::{QueryError, in_words};
+use app::db::search::{SearchError, SearchPermit, search_deadline};
 use app::guard::{ClientAddress, SignedIn};
 use app::model::{AuditAction, EventFilter};
 use axum::body::{Body, Bytes};
@@ -57,12 +58,19 @@ pub async fn events(
             .into_response();
     };
     let filter = query.filter;
-    if let Err(e) = export::check_filter(&state.db, &filter) {
-        return match e {
-            QueryError::BadFilter(reason) => (StatusCode::BAD_REQUEST, reason).into_response(),
-            QueryError::Db(e) => unavailable(&request_id, &e),
-        };
-    }
+    // An export that searches bodies is a search: its place among the searches, then its first
+    // statement under the search deadline, so a refusal is an answer rather than a cut download.
+    let permit = match export::begin(&state.db, &filter, &user.name) {
+        Ok(permit) => permit,
+        Err(e) => return refused(&request_id, e),
+    };
+    let deadline = search_deadline(Duration::from_secs(
+        state.config.server.request_timeout_secs,
+    ));
+    let first = match export::places(&state.db, &filter, None, EXPORT_BATCH, deadline).await {
+        Ok(places) => places,
+        Err(e) => return refused(&request_id, e),
+    };
     // The filter in words, as bulk replay names it, with this filter's own status.
     let scope = in_words(&filter, filter.status.as_deref());
     let detail = format!("{} of {scope} (at most {EXPORT_CAP} rows)", format.as_str());
@@ -88,11 +96,13 @@ pub async fn events(
         filter,
         format,
         header_sent: false,
-        places: VecDeque::new(),
-        after: None,
-        read: 0,
-        exhausted: false,
+        after: first.last().map(|place| place.after()),
+        read: first.len(),
+        exhausted: first.len() < EXPORT_BATCH,
+        places: first.into(),
         rows: VecDeque::new(),
+        deadline,
+        _permit: permit,
     };
     let stream = futures::stream::unfold(Some(export), |export| async move {
         let mut export = export?;
@@ -138,11 +148,15 @@ struct Export {
     exhausted: bool,
     /// The batch being written out.
     rows: VecDeque<ExportRow>,
+    /// How long each statement of a body search may run.
+    deadline: Duration,
+    /// A body search's place among the searches running, held until the export ends.
+    _permit: Option<SearchPermit>,
 }
 
 impl Export {
     /// The next chunk of the download; `None` at its end.
-    async fn next_chunk(&mut self) -> Result<Option<Bytes>, QueryError> {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, SearchError> {
         if !self.header_sent {
             self.header_sent = true;
             let header = self.format.header();
@@ -171,7 +185,7 @@ impl Export {
                     chunk
                 })
                 .await
-                .map_err(|e| QueryError::Db(sea_orm::DbErr::Custom(e.to_string())))?;
+                .map_err(|e| sea_orm::DbErr::Custom(e.to_string()))?;
                 return Ok(Some(Bytes::from(chunk)));
             }
             if self.places.is_empty() {
@@ -179,7 +193,8 @@ impl Export {
                 if self.exhausted || room == 0 {
                     return Ok(None);
                 }
-                let places = export::places(&self.db, &self.filter, self.after, room).await?;
+                let places =
+                    export::places(&self.db, &self.filter, self.after, room, self.deadline).await?;
                 self.exhausted = places.len() < room;
                 self.read += places.len();
                 if let Some(last) = places.last() {
@@ -291,6 +306,26 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// The answer to an export refused before it started: a bad filter 400, too many searches 429,
+/// a search past its deadline 408, the database 503.
+fn refused(request_id: &RequestId, error: SearchError) -> Response {
+    match error {
+        SearchError::Query(QueryError::BadFilter(reason)) => {
+            (StatusCode::BAD_REQUEST, reason).into_response()
+        }
+        SearchError::Query(QueryError::Db(e)) => unavailable(request_id, &e),
+        SearchError::Busy(why) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, HeaderValue::from_static("5"))],
+            why,
+        )
+            .into_response(),
+        timed_out @ SearchError::TimedOut(_) => {
+            (StatusCode::REQUEST_TIMEOUT, timed_out.to_string()).into_response()
+        }
     }
 }
 

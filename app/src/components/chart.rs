@@ -97,10 +97,15 @@ pub fn BarChart(
     let slot = plot_w / columns.len().max(1) as f64;
     let bar = slot * 0.72;
     let hatch = format!("{id}-hatch");
-    let fill_of = {
+    // A hatched segment is filled by the chart's pattern through the `fill` attribute (an inline
+    // `style` would break the page's `style-src 'self'`), under a class of its own that no
+    // stylesheet rule fills: a rule's colour would win over the attribute.
+    let paint_of = {
         let hatch = hatch.clone();
-        // A style, not the `fill` attribute: the stylesheet's colour of the class would win.
-        move |s: &Segment| s.hatched.then(|| format!("fill: url(#{hatch})"))
+        move |s: &Segment| match s.hatched {
+            true => ("hatched-bar", Some(format!("url(#{hatch})"))),
+            false => (s.class, None),
+        }
     };
     let ticks = (0..)
         .map(|i| i as f64 * step)
@@ -132,8 +137,9 @@ pub fn BarChart(
                         }
                         Layout::Overlaid => (0.0, s.value),
                     };
+                    let (class, fill) = paint_of(s);
                     view! {
-                        <rect class=s.class style=fill_of(s) x=x + (slot - bar) / 2.0 y=y(to)
+                        <rect class=class fill=fill x=x + (slot - bar) / 2.0 y=y(to)
                             width=bar height=(y(from) - y(to)).max(0.5)/>
                     }
                 })

@@ -237,6 +237,10 @@ pub async fn failed_ids(
 /// `body_of` the identical body of the earlier row it refers to (empty when that row was purged).
 pub(crate) const ARCHIVED_BODY: &str = "COALESCE((SELECT original.body FROM webhook_events original WHERE original.id = webhook_events.body_of), webhook_events.body) AS body";
 
+/// The fields a form body was read as when it arrived (the original's, for a row that refers to
+/// its body).
+pub(crate) const ARCHIVED_FIELDS: &str = "COALESCE((SELECT original.body_fields FROM webhook_events original WHERE original.id = webhook_events.body_of), webhook_events.body_fields) AS body_fields";
+
 /// Whether the row's body is at hand: its own, or its original's not purged since.
 pub(crate) const BODY_KEPT: &str = "(webhook_events.body_of IS NULL OR EXISTS (SELECT 1 FROM webhook_events original WHERE original.id = webhook_events.body_of)) AS body_kept";
 
@@ -245,6 +249,8 @@ pub struct StoredDelivery {
     pub row: EventRow,
     pub headers_json: String,
     pub body: Vec<u8>,
+    /// The JSON object a form body was read as when it arrived (`envelope::FormRead`).
+    pub body_fields: Option<String>,
     /// The earlier archive row of the same event whose identical body this row refers to instead
     /// of keeping a copy (a re-posted duplicate).
     pub body_of: Option<i64>,
@@ -264,7 +270,7 @@ pub async fn stored_delivery_on<C: ConnectionTrait>(
     let backend = conn.get_database_backend();
     let headers = format!("{} AS headers", Dialect::of(backend).json_text("headers"));
     let sql = format!(
-        "SELECT {EVENT_COLUMNS}, {headers}, {ARCHIVED_BODY}, body_of, {BODY_KEPT} FROM webhook_events WHERE id = $1"
+        "SELECT {EVENT_COLUMNS}, {headers}, {ARCHIVED_BODY}, {ARCHIVED_FIELDS}, body_of, {BODY_KEPT} FROM webhook_events WHERE id = $1"
     );
     let row = conn
         .query_one_raw(Statement::from_sql_and_values(
@@ -278,6 +284,7 @@ pub async fn stored_delivery_on<C: ConnectionTrait>(
             row: event_row(&row)?,
             headers_json: row.try_get("", "headers")?,
             body: row.try_get("", "body")?,
+            body_fields: row.try_get("", "body_fields")?,
             body_of: row.try_get("", "body_of")?,
             body_kept: row.try_get("", "body_kept")?,
         })

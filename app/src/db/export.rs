@@ -9,6 +9,7 @@ use super::Db;
 use super::dialect::Dialect;
 use super::events::ARCHIVED_BODY;
 use super::filter::{QueryError, filter_conditions};
+use super::search::{SearchError, SearchPermit};
 use crate::model::{EventFilter, OutcomeKind, Status};
 use chrono::{DateTime, SecondsFormat, Utc};
 use sea_orm::{ConnectionTrait, FromQueryResult, Statement};
@@ -99,13 +100,41 @@ pub fn check_filter(db: &Db, filter: &EventFilter) -> Result<(), QueryError> {
     filter_conditions(filter, db.backend()).map(|_| ())
 }
 
+/// Whether an export of `filter` searches bodies (a `match`): then it is a payload search, with
+/// a search's bounds ([`super::search`]): one place among the searches a user and the process
+/// run at once, held for the whole export ([`begin`]), and each statement under the search
+/// deadline.
+pub fn searches(filter: &EventFilter) -> bool {
+    filter
+        .r#match
+        .as_deref()
+        .is_some_and(|m| !m.trim().is_empty())
+}
+
+/// Starts an export of `filter` for `who`: a bad filter is refused, and an export that searches
+/// bodies takes a search's place (`None` for one that does not), or is refused as busy.
+pub fn begin(
+    db: &Db,
+    filter: &EventFilter,
+    who: &str,
+) -> Result<Option<SearchPermit>, SearchError> {
+    check_filter(db, filter)?;
+    if !searches(filter) {
+        return Ok(None);
+    }
+    super::filter::check_lengths(filter)?;
+    Ok(Some(super::search::begin_search(who)?))
+}
+
 /// The places of the filter's next `limit` rows after `after` (newest first): no body is read.
+/// A search of bodies runs under `deadline` and is cancelled in the database past it.
 pub async fn places(
     db: &Db,
     filter: &EventFilter,
     after: Option<After>,
     limit: usize,
-) -> Result<Vec<Place>, QueryError> {
+    deadline: std::time::Duration,
+) -> Result<Vec<Place>, SearchError> {
     let mut c = filter_conditions(filter, db.backend())?;
     if let Some((at, id)) = after {
         c.push_pair("(received_at, id) < (?, ?)", at, id);
@@ -124,13 +153,15 @@ pub async fn places(
          FROM webhook_events {} ORDER BY received_at DESC, id DESC LIMIT {limit}",
         c.clause()
     );
-    let rows = db
-        .conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
-        .await?;
+    let statement = Statement::from_sql_and_values(db.backend(), sql, c.values);
+    let rows = if searches(filter) {
+        super::search::query_within(db, statement, deadline).await?
+    } else {
+        db.conn.query_all_raw(statement).await?
+    };
     rows.iter()
         .map(|r| {
-            Ok(Place {
+            Ok::<_, SearchError>(Place {
                 id: r.try_get("", "id")?,
                 received_at: r.try_get("", "received_at")?,
                 body_bytes: usize::try_from(r.try_get::<i64>("", "body_bytes")?).unwrap_or(0),

@@ -1,6 +1,7 @@
 //! A delivery's body and headers, read through a source's mapping: a validated [`Envelope`], or
 //! an [`Invalid`] that names the field and keeps what could be read for the archive.
 
+use super::form::{FormRead, MAX_FORM_FIELDS};
 use super::mapping::{Field, FieldRef, Mapping, Mode};
 use super::{Envelope, Invalid, InvalidKind, MAX_ID_BYTES, Revision, Snapshot};
 use crate::json::{self, JsonError, Node, Value};
@@ -12,11 +13,23 @@ enum Found<'n, 'a> {
     Header(String),
 }
 
-/// Validates a delivery's body and headers against a source's mapping.
+/// Validates a delivery's body and headers against a source's mapping, reading a form body
+/// first ([`FormRead::of`]).
 pub fn parse_envelope(
     mapping: &Mapping,
     headers: &HeaderMap,
     body: &[u8],
+) -> Result<Envelope, Invalid> {
+    parse_envelope_as(mapping, headers, body, &FormRead::of(headers, body))
+}
+
+/// [`parse_envelope`] of a body already read as `form` (once per delivery: ingest archives the
+/// same fields).
+pub fn parse_envelope_as(
+    mapping: &Mapping,
+    headers: &HeaderMap,
+    body: &[u8],
+    form: &FormRead,
 ) -> Result<Envelope, Invalid> {
     let invalid = |kind, reason: String| Invalid {
         kind,
@@ -26,10 +39,17 @@ pub fn parse_envelope(
         event_type: None,
     };
     // A form is read as the JSON object of its fields (`form.rs`).
-    let form = super::form_document(headers, body);
-    let text = match &form {
-        Some(document) => document.as_str(),
-        None => std::str::from_utf8(body).map_err(|e| {
+    let text = match form {
+        FormRead::Fields(document) => document.as_str(),
+        FormRead::TooManyFields => {
+            return Err(invalid(
+                InvalidKind::Unreadable,
+                format!(
+                    "the form has more than {MAX_FORM_FIELDS} fields; hookbox reads at most {MAX_FORM_FIELDS} (the body is kept as received)"
+                ),
+            ));
+        }
+        FormRead::NotForm => std::str::from_utf8(body).map_err(|e| {
             invalid(
                 InvalidKind::Unreadable,
                 format!("body is not UTF-8 (invalid byte at {})", e.valid_up_to()),

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::db::audit::{AuditEntry, audit_on};
 use crate::db::events::StoredDelivery;
-use crate::envelope::parse_envelope;
+use crate::envelope::read_delivery;
 use crate::model::{AuditAction, EventRow, Skipped, Status};
 use sea_orm::{DatabaseTransaction, DbErr, TransactionTrait};
 
@@ -128,18 +128,19 @@ async fn replay_in(
         .source(&stored.row.source)
         .ok_or_else(|| ReplayError::UnknownSource(stored.row.source.clone()))?;
     let headers = header_map(&stored.headers_json);
+    let (form, parsed) = read_delivery(&source.mapping, &headers, &stored.body).await;
     let received = Received {
         source: &source.name,
         headers_json: &stored.headers_json,
         body: &stored.body,
-        body_fields: crate::envelope::form_document(&headers, &stored.body),
+        body_fields: form.into_fields(),
         received_at: chrono::Utc::now(),
         replay_of: Some(stored.row.id),
         replayed_by: Some(operator),
-        signed_body_digest: source.auth().replay_digest(&stored.body),
+        signed_body_digest: source.auth().replay_digest(&headers, &stored.body),
         forward_to: &source.forward,
     };
-    let recorded = match parse_envelope(&source.mapping, &headers, &stored.body) {
+    let recorded = match parsed {
         Ok(envelope) => apply_in(txn, source.mapping.mode, &received, &envelope).await?,
         Err(invalid) => record_invalid_in(txn, &received, &invalid).await?,
     };

@@ -106,26 +106,11 @@ pub async fn get_event(
         .collect();
     let curl = curl_command(&base_url(), &stored.row.source, &resent, &stored.body);
     let raw_body = String::from_utf8_lossy(&stored.body).into_owned();
-    // A form body is shown, and searched from, as the JSON object of its fields.
-    let form = crate::envelope::form_document(
-        &crate::ingest::replay::header_map(&stored.headers_json),
-        &stored.body,
-    );
-    let body_is_form = form.is_some();
-    let text = form.unwrap_or_else(|| raw_body.clone());
-    let body_is_json = crate::json::parse(&text).is_ok();
-    let searchable = if body_is_json {
-        serde_json::from_str(&text)
-            .map(|body| crate::db::contains::searchable_fields(&body, 40))
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    let shown = if body_is_json {
-        crate::present::pretty_off_worker(text).await
-    } else {
-        text
-    };
+    // A form body is shown, and searched from, as the JSON object of its fields, read once when
+    // it arrived (never parsed again here).
+    let body_is_form = stored.body_fields.is_some();
+    let text = stored.body_fields.unwrap_or_else(|| raw_body.clone());
+    let (body_is_json, searchable, shown) = crate::present::read_body_off_worker(text).await;
     let (body, body_cut) = match crate::present::cut(&shown) {
         (part, true) if !whole_body => (part.to_string(), true),
         _ => (shown, false),

@@ -61,6 +61,21 @@ fn sorted_params(body: &[u8]) -> String {
         .collect()
 }
 
+/// What identifies a verified request's signature, for ingest to remember (see
+/// `Auth::replay_digest`): for a form, the SHA-256 of what is signed after the URL, so the same
+/// parameters reordered, re-encoded or repeated are the same signed delivery; for any other body
+/// the body's own SHA-256 (its hash is in the signed URL).
+pub(super) fn replay_digest(headers: &HeaderMap, body: &[u8]) -> [u8; 32] {
+    if crate::envelope::is_form(headers) {
+        return Sha256::new()
+            .chain_update(b"twilio form:")
+            .chain_update(sorted_params(body))
+            .finalize()
+            .into();
+    }
+    Sha256::digest(body).into()
+}
+
 /// The URL as given and with its default port toggled: `https://a/x` and `https://a:443/x`.
 fn url_variants(url: &str) -> [String; 2] {
     let other = (|| {
@@ -184,6 +199,33 @@ mod tests {
     #[test]
     fn parameters_are_sorted_by_name_then_value_and_repeats_count_once() {
         assert_eq!(sorted_params(b"b=2&a=z&a=y&a=y&c=%2B1+2"), "ayazb2c+1 2");
+    }
+
+    #[test]
+    fn a_form_reordered_or_re_encoded_has_the_digest_of_the_form_signed() {
+        let mut form = HeaderMap::new();
+        form.insert(
+            http::header::CONTENT_TYPE,
+            crate::envelope::FORM_MEDIA_TYPE.parse().expect("a value"),
+        );
+        let sent = replay_digest(&form, b"MessageSid=SM1&Body=Hi+there&To=%2B1555");
+        for variant in [
+            &b"To=%2B1555&MessageSid=SM1&Body=Hi+there"[..],
+            b"Body=Hi%20there&To=%2b1555&MessageSid=SM1",
+            b"MessageSid=SM1&MessageSid=SM1&Body=Hi+there&To=%2B1555",
+            b"Message%53id=SM1&Body=Hi+there&To=%2B1555",
+        ] {
+            assert_eq!(replay_digest(&form, variant), sent, "{variant:?}");
+        }
+        assert_ne!(
+            replay_digest(&form, b"MessageSid=SM2&Body=Hi+there&To=%2B1555"),
+            sent
+        );
+        // A body that is not a form is signed through its hash in the URL: its own digest.
+        assert_eq!(
+            replay_digest(&HeaderMap::new(), b"{}"),
+            <[u8; 32]>::from(Sha256::digest(b"{}"))
+        );
     }
 
     #[test]

@@ -25,8 +25,13 @@ pub struct BulkRequest {
     event_id: Option<String>,
     from: Option<String>,
     to: Option<String>,
+    /// A JSON object the delivery's body contains, as `GET /api/v1/events` takes it.
     #[serde(rename = "match")]
-    matching: Option<String>,
+    #[schema(value_type = Option<Object>, example = json!({"customer": "cus_123"}))]
+    matching: Option<serde_json::Value>,
+    /// Only `failed`: a bulk replay replays failed deliveries (any other status is refused).
+    #[schema(value_type = Option<String>, example = "failed")]
+    status: Option<String>,
     /// Count what would be replayed; replay nothing.
     #[serde(default)]
     dry_run: bool,
@@ -94,6 +99,28 @@ pub(super) async fn replay(
             ));
         }
     };
+    if let Some(status) = request.status.as_deref()
+        && status != "failed"
+    {
+        return Err(ApiError::BadRequest(format!(
+            "status: {:?} cannot be replayed; a bulk replay takes failed deliveries only (status \"failed\", or leave it out)",
+            app::headers::cut(status, 40)
+        )));
+    }
+    // A program sends `match` as the JSON object it is; its text is read as the events list reads it.
+    let matching = match request.matching {
+        None => None,
+        Some(serde_json::Value::Object(object)) => {
+            Some(serde_json::Value::Object(object).to_string())
+        }
+        Some(serde_json::Value::String(text)) => Some(text),
+        Some(_) => {
+            return Err(ApiError::BadRequest(
+                "match: must be a JSON object the body contains, like {\"customer\": \"cus_123\"}"
+                    .into(),
+            ));
+        }
+    };
     let filter = EventFilter {
         source: request.source,
         outcome: request.outcome,
@@ -102,7 +129,7 @@ pub(super) async fn replay(
         event_id: request.event_id,
         from: request.from,
         to: request.to,
-        r#match: request.matching,
+        r#match: matching,
         tz: Some("UTC".into()),
         visible_sources: caller.sources.clone(),
         ..EventFilter::default()

@@ -21,7 +21,7 @@ use crate::metrics::SourceMetrics;
 use crate::request_id::RequestId;
 use answer::{json, outcome_answer};
 use app::config::Source;
-use app::envelope::parse_envelope;
+use app::envelope::{Envelope, FormRead, Invalid, read_delivery};
 use app::ingest::{self, Outcome, Received, Recorded};
 use app::providers;
 use archived::archived_headers;
@@ -365,7 +365,8 @@ async fn ingest(
     request_id: RequestId,
 ) -> Result<Ingested, Refusal> {
     let headers_json = archived_headers(headers, source);
-    let received = received(source, headers, &headers_json, body, now);
+    let (form, parsed) = read_delivery(&source.mapping, headers, body).await;
+    let received = received(source, headers, &headers_json, body, form, now);
     let fallback;
     let source_metrics = match state.delivery_metrics.get(&source.name) {
         Some(m) => m,
@@ -375,7 +376,7 @@ async fn ingest(
         }
     };
     let started = std::time::Instant::now();
-    let (recorded, event_id, invalid_status) = record(state, source, headers, &received).await;
+    let (recorded, event_id, invalid_status) = record(state, source, parsed, &received).await;
     source_metrics
         .transaction()
         .record(started.elapsed().as_secs_f64());
@@ -424,35 +425,35 @@ fn received<'a>(
     headers: &HeaderMap,
     headers_json: &'a str,
     body: &'a Bytes,
+    form: FormRead,
     now: DateTime<Utc>,
 ) -> Received<'a> {
     Received {
         source: &source.name,
         headers_json,
         body,
-        body_fields: app::envelope::form_document(headers, body),
+        body_fields: form.into_fields(),
         received_at: now,
         replay_of: None,
         replayed_by: None,
-        signed_body_digest: source.auth().replay_digest(body),
+        signed_body_digest: source.auth().replay_digest(headers, body),
         forward_to: &source.forward,
     }
 }
 
-/// Parses the envelope and runs the transaction: a valid delivery applied (or deduplicated), an
-/// invalid one archived as invalid. With the event id, and the 400 or 422 an invalid envelope
-/// chose.
+/// Runs the transaction of a read delivery: a valid one applied (or deduplicated), an invalid
+/// one archived as invalid. With the event id, and the 400 or 422 an invalid envelope chose.
 async fn record(
     state: &AppState,
     source: &Source,
-    headers: &HeaderMap,
+    parsed: Result<Envelope, Invalid>,
     received: &Received<'_>,
 ) -> (
     Result<Recorded, sea_orm::DbErr>,
     Option<String>,
     Option<StatusCode>,
 ) {
-    match parse_envelope(&source.mapping, headers, received.body) {
+    match parsed {
         Ok(envelope) => {
             let recorded =
                 ingest::apply_delivery(&state.db, source.mapping.mode, received, &envelope).await;

@@ -85,6 +85,11 @@ async fn schema(db: &Db) -> Vec<String> {
              FROM pg_constraint
              WHERE connamespace = 'public'::regnamespace
                AND conrelid::regclass::text <> 'seaql_migrations'
+             UNION ALL
+             SELECT 'function', p.oid::regprocedure::text,
+                    concat_ws(' ', p.provolatile, p.proparallel, p.proisstrict)
+             FROM pg_proc p
+             WHERE p.pronamespace = 'public'::regnamespace
              ORDER BY 1, 2, 3"
         }
         // SQLite keeps constraints in the table's CREATE statement: it is compared with its
@@ -185,7 +190,9 @@ async fn each_migrations_down_undoes_exactly_its_up(backend: Backend) {
         // The payload and id search indexes are PostgreSQL's alone (SQLite searches without).
         let postgres_only = matches!(
             name.as_str(),
-            "m20261201_000009_payload_search" | "m20261203_000014_id_search"
+            "m20261201_000009_payload_search"
+                | "m20261203_000014_id_search"
+                | "m20261205_000021_body_doc_not_parallel"
         );
         if backend == Backend::Postgres || !postgres_only {
             assert_ne!(

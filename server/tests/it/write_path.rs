@@ -215,7 +215,9 @@ async fn record(db: &Db, config: &Config, delivery: &Delivery, path: Way) -> Out
         received_at: chrono::Utc::now(),
         replay_of: None,
         replayed_by: None,
-        signed_body_digest: source.auth().replay_digest(delivery.body.as_bytes()),
+        signed_body_digest: source
+            .auth()
+            .replay_digest(&headers, delivery.body.as_bytes()),
         forward_to: &source.forward,
     };
     let parsed = parse_envelope(&source.mapping, &headers, delivery.body.as_bytes());

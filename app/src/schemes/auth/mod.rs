@@ -57,9 +57,12 @@ impl Auth<'_> {
     /// What ingest remembers of a verified signature so that it is accepted for one event only
     /// (see `ingest::Received::signed_body_digest`): the body's SHA-256 where the signature
     /// covers the body alone, Mailgun's token; `None` where a timestamp or an id is signed.
-    pub fn replay_digest(&self, body: &[u8]) -> Option<[u8; 32]> {
-        if self.scheme == Scheme::Mailgun {
-            return super::mailgun::replay_digest(body);
+    /// Twilio's is the digest of the form as signed, whatever its encoding.
+    pub fn replay_digest(&self, headers: &http::HeaderMap, body: &[u8]) -> Option<[u8; 32]> {
+        match self.scheme {
+            Scheme::Mailgun => return super::mailgun::replay_digest(body),
+            Scheme::Twilio => return Some(super::twilio::replay_digest(headers, body)),
+            _ => {}
         }
         use sha2::{Digest, Sha256};
         self.signs_body_only().then(|| Sha256::digest(body).into())

@@ -157,3 +157,60 @@ async fn a_bulk_replay_runs_only_for_the_count_its_dry_run_answered(backend: Bac
 async fn count_rows(app: &TestApp) -> i64 {
     count(&app.db, "SELECT count(*) FROM webhook_events").await
 }
+
+both_backends!(a_bulk_replay_takes_status_failed_and_match_as_an_object);
+async fn a_bulk_replay_takes_status_failed_and_match_as_an_object(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.send("shop", &event("evt_1", "order-1", 1, r#"{"a":1}"#))
+        .await;
+    // Two failures: the revision reused with other bodies, one naming a customer.
+    for (id, body) in [
+        ("evt_2", r#"{"customer":"cus_9"}"#),
+        ("evt_3", r#"{"a":2}"#),
+    ] {
+        let answer = app.send("shop", &event(id, "order-1", 1, body)).await;
+        assert_eq!(answer.status, 409, "{:?}", answer.body);
+    }
+    let operator = token(&app, "bulk-script", Role::Operator, &["shop"]).await;
+    let path = "/api/v1/events/replay";
+    // `status` is a field of the filter: failed is what a bulk replay takes.
+    let (status, dry) = post(
+        &app,
+        &operator,
+        path,
+        r#"{"source":"shop","status":"failed","dry_run":true}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["matched"], 2, "{dry}");
+    // Any other status is a 400 naming the field and the value.
+    let (status, problem) = post(
+        &app,
+        &operator,
+        path,
+        r#"{"source":"shop","status":"applied","dry_run":true}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{problem}");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("status:") && detail.contains("applied"),
+        "{detail}"
+    );
+    // `match` as the JSON object a program sends: only the customer's failure.
+    let (status, dry) = post(
+        &app,
+        &operator,
+        path,
+        r#"{"source":"shop","match":{"snapshot":{"customer":"cus_9"}},"dry_run":true}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["matched"], 1, "{dry}");
+    let (status, problem) = post(&app, &operator, path, r#"{"match":[1],"dry_run":true}"#).await;
+    assert_eq!(status, 400, "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().starts_with("match:"),
+        "{problem}"
+    );
+}

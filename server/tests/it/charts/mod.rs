@@ -363,11 +363,16 @@ async fn the_overview_endpoint_draws_its_chart_in_the_zone_of_the_viewers_cookie
         "a title per bar"
     );
     let failed = html
-        .find("class=\"bar-failed\"")
-        .map(|i| &html[i.saturating_sub(20)..(i + 160).min(html.len())]);
+        .find("class=\"hatched-bar\"")
+        .and_then(|i| html[..i].rfind("<rect").map(|start| &html[start..i]));
     assert!(
-        html.contains("fill: url(#volume-hours-hatch)"),
+        failed.is_some_and(|bar| bar.contains("fill=\"url(#volume-hours-hatch)\"")),
         "failures are hatched: {failed:?}"
+    );
+    // The page's CSP allows no inline style: nothing on the page may carry one.
+    assert!(
+        !html.contains(" style=\""),
+        "an inline style on the overview"
     );
     assert!(html.contains("Deliveries from senders by hour over the last 24 hours, times in UTC."));
     let response = app

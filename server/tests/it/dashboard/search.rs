@@ -449,3 +449,75 @@ async fn concurrent_searches_are_limited_per_user_and_in_all_with_a_429(backend:
     assert_eq!(searches_running(), 0, "each search gave its place back");
     assert_eq!(found(&app, &cookies[2], "{}").await.unwrap().len(), 50);
 }
+
+both_backends!(an_export_with_match_is_a_search_with_its_deadline_and_its_places);
+async fn an_export_with_match_is_a_search_with_its_deadline_and_its_places(backend: Backend) {
+    use app::db::search::searches_running;
+    let app = spawn_app_with(backend, quick_config()).await;
+    with_user(&app, "vera", Role::Viewer).await;
+    let cookie = sign_in(&app, "vera", PASSWORD).await.unwrap();
+    many_bodies(&app.db, 200_000).await;
+    let export = |matching: &str| {
+        no_redirects()
+            .get(app.url(&format!(
+                "/export/events?format=ndjson&match={}",
+                app::url::urlencode(matching)
+            )))
+            .header("Cookie", &cookie)
+            .send()
+    };
+    // A match whose keys and values every row holds (the index narrows nothing), that no row
+    // contains: stopped at the search deadline, an answer naming match.
+    // On PostgreSQL the index answers that match at once: there the statement waits behind a
+    // lock instead, for as long as the lock is held.
+    let lock = match backend {
+        Backend::Postgres => {
+            use sea_orm::{ConnectionTrait, TransactionTrait};
+            let txn = app.db.writer.begin().await.unwrap();
+            txn.execute_unprepared("LOCK TABLE webhook_events IN ACCESS EXCLUSIVE MODE")
+                .await
+                .unwrap();
+            Some(txn)
+        }
+        Backend::Sqlite => None,
+    };
+    let slow = export(r#"{"snapshot":{"customer":{"note":"a"}}}"#)
+        .await
+        .unwrap();
+    if let Some(txn) = lock {
+        txn.rollback().await.unwrap();
+    }
+    let status = slow.status();
+    let text = slow.text().await.unwrap();
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT, "{backend:?}: {text}");
+    assert!(text.contains("match: the search ran past its deadline"));
+    assert_eq!(searches_running(), 0);
+    // An export that searches holds its place while it is read: the user's next body search,
+    // on the page or in another export, is a 429 until it ends.
+    let held = export("{}").await.unwrap();
+    let status = held.status();
+    // (On PostgreSQL a batch of 1,000 places over 200,000 rows was planned in parallel, which
+    // the body's expression could not run in: a 503.)
+    assert_eq!(status, StatusCode::OK, "{backend:?}");
+    assert_eq!(searches_running(), 1);
+    let again = export("{}").await.unwrap();
+    assert_eq!(again.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        again
+            .text()
+            .await
+            .unwrap()
+            .contains("you already have 1 body search running")
+    );
+    let (status, body) = found(&app, &cookie, "{}").await.unwrap_err();
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    drop(held);
+    for _ in 0..500 {
+        if searches_running() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(searches_running(), 0, "the export gave its place back");
+    assert_eq!(found(&app, &cookie, "{}").await.unwrap().len(), 50);
+}

@@ -231,6 +231,145 @@ async fn a_github_delivery_sent_as_a_form_is_read_from_its_payload(backend: Back
     assert_eq!(app.post("github", &headers, changed).await.status, 401);
 }
 
+both_backends!(a_captured_twilio_form_reordered_or_re_encoded_is_one_event);
+async fn a_captured_twilio_form_reordered_or_re_encoded_is_one_event(backend: Backend) {
+    let config = forms_config();
+    let app = spawn_app_with(backend, forms_config()).await;
+    let url = format!("{PUBLIC_URL}/hooks/twilio");
+    let body = "MessageSid=SM77&MessageStatus=delivered&Body=Hi+there&To=%2B15558675310";
+    let captured = |token: &str| {
+        signed_form(
+            &config,
+            "twilio",
+            CURRENT,
+            &url,
+            body,
+            &[("I-Twilio-Idempotency-Token", token)],
+        )
+    };
+    let first = app.post("twilio", &captured("idem-0"), body.into()).await;
+    assert_eq!(first.outcome(), "accepted", "{:?}", first.body);
+    // The same signature verifies each of these (Twilio signs the sorted, decoded fields), each
+    // under a new unsigned idempotency token: all one signed delivery, never a new event.
+    let variants = [
+        "To=%2B15558675310&Body=Hi+there&MessageStatus=delivered&MessageSid=SM77",
+        "MessageSid=SM77&MessageStatus=delivered&Body=Hi%20there&To=%2b15558675310",
+        "MessageSid=SM77&MessageStatus=delivered&Body=Hi+there&To=%2B15558675310&To=%2B15558675310",
+        "Message%53id=SM77&MessageStatus=delivered&Body=Hi+there&To=%2B15558675310",
+        "MessageStatus=delivered&MessageSid=SM77&To=%2B15558675310&Body=Hi%20there",
+    ];
+    for (i, variant) in variants.iter().enumerate() {
+        let answer = app
+            .post(
+                "twilio",
+                &captured(&format!("idem-{}", i + 1)),
+                variant.to_string().into(),
+            )
+            .await;
+        assert_eq!(answer.status, 200, "{variant}: {:?}", answer.body);
+        assert_eq!(
+            answer.outcome(),
+            "duplicate",
+            "{variant}: {:?}",
+            answer.body
+        );
+    }
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM webhook_events WHERE source = 'twilio' AND outcome = 'accepted'"
+        )
+        .await,
+        1,
+        "one captured callback is one accepted event"
+    );
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM webhook_inbox WHERE source = 'twilio'"
+        )
+        .await,
+        1
+    );
+}
+
+both_backends!(a_form_of_more_fields_than_the_cap_is_kept_raw_and_refused_naming_the_cap);
+async fn a_form_of_more_fields_than_the_cap_is_kept_raw_and_refused_naming_the_cap(
+    backend: Backend,
+) {
+    let config = forms_config();
+    let app = spawn_app_with(backend, forms_config()).await;
+    let url = format!("{PUBLIC_URL}/hooks/twilio");
+    // 1 MiB of distinct fields: the linear-list lookup spent tens of seconds on one.
+    let mut body = String::from("MessageSid=SM1");
+    let mut i = 0;
+    while body.len() < 1024 * 1024 - 32 {
+        body.push_str(&format!("&f{i}=v"));
+        i += 1;
+    }
+    let headers = signed_form(
+        &config,
+        "twilio",
+        CURRENT,
+        &url,
+        &body,
+        &[("I-Twilio-Idempotency-Token", "big-1")],
+    );
+    let answer = app.post("twilio", &headers, body.clone().into()).await;
+    assert_eq!(answer.status, 400, "{:?}", answer.body);
+    let stored = texts(
+        &app.db,
+        "SELECT status, outcome, error_message, body_fields FROM webhook_events WHERE source = 'twilio'",
+        vec![],
+    )
+    .await;
+    assert_eq!(stored.len(), 1, "archived once");
+    assert_eq!(stored[0][0].as_deref(), Some("failed"));
+    assert_eq!(stored[0][1].as_deref(), Some("invalid"));
+    assert!(
+        stored[0][2]
+            .as_deref()
+            .is_some_and(|e| e.contains("more than 1000 fields")),
+        "{:?}",
+        stored[0][2]
+    );
+    assert_eq!(stored[0][3], None, "no fields are stored past the cap");
+    let raw = bytes(
+        &app.db,
+        "SELECT body FROM webhook_events WHERE source = 'twilio'",
+    )
+    .await;
+    assert_eq!(raw.len(), body.len(), "the raw body is kept whole");
+    // Its page shows the raw body, not fields, and says it is cut.
+    let cookie = signed_in(&app, "vera", Role::Viewer).await;
+    let id = count(
+        &app.db,
+        "SELECT min(id) FROM webhook_events WHERE source = 'twilio'",
+    )
+    .await
+    .to_string();
+    let page: serde_json::Value =
+        serde_json::from_str(&found(&app, &cookie, "event", &[("id", &id)]).await).unwrap();
+    assert_eq!(page["body_is_form"], false);
+    assert_eq!(page["body_cut"], true);
+    // A form of few fields repeated many times is read whole.
+    let repeated: String = (0..20_000)
+        .map(|i| format!("Tag={i}"))
+        .chain(["MessageSid=SM2".to_string()])
+        .collect::<Vec<_>>()
+        .join("&");
+    let headers = signed_form(
+        &config,
+        "twilio",
+        CURRENT,
+        &url,
+        &repeated,
+        &[("I-Twilio-Idempotency-Token", "big-2")],
+    );
+    let answer = app.post("twilio", &headers, repeated.into()).await;
+    assert_eq!(answer.outcome(), "accepted", "{:?}", answer.body);
+}
+
 /// The refused requests' causes of `source`, once `n` are logged (the log is written off the
 /// request's path).
 pub(super) async fn eventually_causes(app: &TestApp, source: &str, n: usize) -> Vec<String> {
