@@ -31,7 +31,8 @@ use std::sync::Arc;
 pub struct AppState {
     pub db: Db,
     pub config: Arc<Config>,
-    pub limiter: Arc<rate_limit::RateLimiter>,
+    /// Rate limits by kind of key (sources, handshakes, API tokens, API clients).
+    pub limits: Arc<rate_limit::Limits>,
     pub metrics: metrics_exporter_prometheus::PrometheusHandle,
     /// The environment's settings (trusted proxies, sessions, the shutdown grace, …).
     pub settings: Arc<app::config::Settings>,
@@ -55,7 +56,7 @@ impl AppState {
             delivery_metrics: Arc::new(metrics::DeliveryMetrics::of(&config)),
             db,
             config,
-            limiter: Arc::default(),
+            limits: Arc::default(),
             metrics: handle,
             settings: Arc::default(),
             forward_wake: Arc::default(),

@@ -1,8 +1,8 @@
-//! Per-source rate limits (`rate_limit_per_sec`): a token bucket per source in this process.
-//! Several processes each allow the configured rate; size it per process. The same buckets
-//! bound unsigned handshakes per source, API tokens and API clients by address: the keys a
-//! request can name are many, so at most [`MAX_BUCKETS`] are kept; idle ones (full again)
-//! are dropped first, and past the bound a new key waits for room.
+//! Rate limits: token buckets in this process. Several processes each allow the configured rate;
+//! size it per process. Each kind of key has buckets of its own ([`Limits`]), so keys of one
+//! kind (a flood of API clients' addresses) never crowd out another's (a source's own rate):
+//! at most [`MAX_BUCKETS`] are kept per kind; idle ones (full again) are dropped first, and past
+//! the bound a new key of that kind waits for room.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,6 +10,19 @@ use std::time::{Duration, Instant};
 
 /// The most buckets kept at once.
 pub const MAX_BUCKETS: usize = 10_000;
+
+/// The buckets of each kind of key.
+#[derive(Default)]
+pub struct Limits {
+    /// Deliveries per source (`rate_limit_per_sec`): keys from the config alone.
+    pub sources: RateLimiter,
+    /// Unsigned handshakes per source.
+    pub handshakes: RateLimiter,
+    /// API requests per token (by its name).
+    pub tokens: RateLimiter,
+    /// API requests per client address, before a token is looked up.
+    pub clients: RateLimiter,
+}
 
 #[derive(Default)]
 pub struct RateLimiter {
@@ -82,5 +95,21 @@ mod tests {
         assert!(limiter.take("client 7", 50).is_ok());
         let len = limiter.buckets.lock().map(|b| b.len()).unwrap_or(0);
         assert_eq!(len, MAX_BUCKETS);
+    }
+
+    #[test]
+    fn a_flood_of_one_kind_of_key_leaves_the_other_kinds_their_buckets() {
+        let limits = Limits::default();
+        for i in 0..MAX_BUCKETS {
+            assert!(limits.clients.take(&format!("198.51.100.{i}"), 50).is_ok());
+        }
+        assert!(
+            limits.clients.take("203.0.113.9", 50).is_err(),
+            "clients are full"
+        );
+        // A source's own rate, a token's and a handshake's are kept apart.
+        assert!(limits.sources.take("shop", 5).is_ok());
+        assert!(limits.tokens.take("deploy-bot", 20).is_ok());
+        assert!(limits.handshakes.take("asana", 2).is_ok());
     }
 }

@@ -54,6 +54,9 @@ impl ApiToken {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub name: String,
+    /// Who acts, in the audit log and on what it changes (a replay's `replayed_by`): `token
+    /// NAME`, which no user's name can equal (user names hold no space).
+    pub actor: String,
     pub role: Role,
     pub sources: Option<Vec<String>>,
 }
@@ -317,8 +320,10 @@ pub async fn authenticate(db: &Db, headers: &http::HeaderMap) -> Result<Caller, 
         return Err(AuthFailure::Refused(TokenRefusal::Expired));
     }
     let role: String = row.try_get("", "role")?;
+    let name: String = row.try_get("", "name")?;
     let caller = Caller {
-        name: row.try_get("", "name")?,
+        actor: format!("token {name}"),
+        name,
         role: Role::parse(&role)
             .ok_or_else(|| DbErr::Type(format!("an unknown token role {role:?}")))?,
         sources: sources_of(row.try_get("", "sources")?)?,

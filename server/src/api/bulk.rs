@@ -134,7 +134,7 @@ pub(super) async fn replay(
         visible_sources: caller.sources.clone(),
         ..EventFilter::default()
     };
-    let (matched, done) = replay_filter(&state.db, &state.config, &filter, &caller.name, mode)
+    let (matched, done) = replay_filter(&state.db, &state.config, &filter, &caller.actor, mode)
         .await
         .map_err(|e| match e {
             FilterReplayError::Query(app::db::conditions::QueryError::BadFilter(why)) => {

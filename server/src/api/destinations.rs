@@ -21,7 +21,7 @@ use axum::extract::State;
 /// Who acts, for the audit log: the token, from the API.
 fn actor(caller: &Caller) -> Actor<'_> {
     Actor {
-        name: &caller.name,
+        name: &caller.actor,
         address: "api",
     }
 }

@@ -81,7 +81,7 @@ pub(super) async fn list(
         &filter,
         query.cursor.as_deref(),
         limit,
-        &format!("token {}", caller.name),
+        &caller.actor,
         std::time::Duration::from_secs(state.config.server.request_timeout_secs),
     )
     .await

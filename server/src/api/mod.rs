@@ -126,10 +126,7 @@ async fn per_client(
                 .to_string()
         })
         .unwrap_or_else(|| "unknown".into());
-    if let Err(wait) = state
-        .limiter
-        .take(&format!("api client {client}"), CLIENT_REQUESTS_PER_SEC)
-    {
+    if let Err(wait) = state.limits.clients.take(&client, CLIENT_REQUESTS_PER_SEC) {
         let request_id = RequestId::of(request.headers());
         return ApiError::TooManyRequests {
             retry_after_secs: wait.as_secs().max(1),
@@ -157,10 +154,11 @@ async fn caller(state: &AppState, headers: &HeaderMap, role: Role) -> Result<Cal
             AuthFailure::Refused(why) => ApiError::Unauthorized(why.to_string()),
             AuthFailure::Db(e) => ApiError::from(e),
         })?;
-    if let Err(wait) = state.limiter.take(
-        &format!("api token {}", caller.name),
-        TOKEN_REQUESTS_PER_SEC,
-    ) {
+    if let Err(wait) = state
+        .limits
+        .tokens
+        .take(&caller.name, TOKEN_REQUESTS_PER_SEC)
+    {
         return Err(ApiError::TooManyRequests {
             retry_after_secs: wait.as_secs().max(1),
         });

@@ -78,7 +78,7 @@ pub(super) async fn replay(
         &state.db,
         &state.config,
         &stored,
-        &caller.name,
+        &caller.actor,
         request.dry_run,
         repeat,
     )

@@ -194,8 +194,9 @@ async fn capture_secret(
     let offer = offer.map_err(&refuse)?;
     // Unsigned, so bounded before the database is asked: handshakes are rare.
     if let Err(wait) = state
-        .limiter
-        .take(&format!("handshake {}", source.name), HANDSHAKES_PER_SEC)
+        .limits
+        .handshakes
+        .take(&source.name, HANDSHAKES_PER_SEC)
     {
         let retry_after_secs = wait.as_secs().max(1);
         return Err(Refusal::new(
@@ -329,7 +330,7 @@ fn within_rate_limit(state: &AppState, source: &Source, body: &Bytes) -> Result<
     let Some(per_sec) = source.rate_limit_per_sec else {
         return Ok(());
     };
-    let Err(wait) = state.limiter.take(&source.name, per_sec) else {
+    let Err(wait) = state.limits.sources.take(&source.name, per_sec) else {
         return Ok(());
     };
     metrics::counter!("hookbox_rate_limited_total", "source" => source.name.clone()).increment(1);

@@ -111,5 +111,5 @@ async fn an_operators_token_pauses_a_destination_and_retries_its_dead_deliveries
         vec![],
     )
     .await;
-    assert_eq!(actors, [[Some("ops-script".to_string())]]);
+    assert_eq!(actors, [[Some("token ops-script".to_string())]]);
 }

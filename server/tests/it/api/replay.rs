@@ -70,7 +70,7 @@ async fn an_operators_token_replays_a_delivery_and_a_viewers_cannot(backend: Bac
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["outcome"], "duplicate");
     assert_eq!(done["event"]["replay_of"], good);
-    assert_eq!(done["event"]["replayed_by"], "retry-script");
+    assert_eq!(done["event"]["replayed_by"], "token retry-script");
     let audited = texts(
         &app.db,
         "SELECT actor, action FROM audit_log WHERE action = 'replay'",
@@ -79,7 +79,10 @@ async fn an_operators_token_replays_a_delivery_and_a_viewers_cannot(backend: Bac
     .await;
     assert_eq!(
         audited,
-        [[Some("retry-script".to_string()), Some("replay".to_string())]]
+        [[
+            Some("token retry-script".to_string()),
+            Some("replay".to_string())
+        ]]
     );
 
     // A replay that would fail as the original did: 409, unless insisted on.
