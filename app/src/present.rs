@@ -84,13 +84,9 @@ pub async fn read_body_off_worker(text: String) -> (bool, Vec<(String, String)>,
             .unwrap_or_default();
         (true, searchable, pretty(&text))
     };
-    match tokio::task::spawn_blocking(read).await {
-        Ok(read) => read,
-        Err(e) => {
-            tracing::error!(error = %e, "reading a body for display failed");
-            (false, Vec::new(), String::new())
-        }
-    }
+    crate::blocking::run(read)
+        .await
+        .unwrap_or_else(|| (false, Vec::new(), String::new()))
 }
 
 /// Pretty-printing from the exact reader, so numbers are shown exactly as stored; `false` when

@@ -174,10 +174,10 @@ impl Export {
                     bytes = bytes.saturating_add(row.body.len());
                     taken.push(row);
                 }
-                // Escaping bodies costs CPU in proportion to their size: on a blocking thread,
-                // never on the async workers deliveries are answered on.
+                // Escaping bodies costs CPU in proportion to their size: on a blocking thread in
+                // its turn (`app::blocking`), never on the async workers deliveries are answered on.
                 let format = self.format;
-                let chunk = tokio::task::spawn_blocking(move || {
+                let chunk = app::blocking::run(move || {
                     let mut chunk = String::with_capacity(bytes);
                     for row in &taken {
                         chunk.push_str(&row.line(format));
@@ -185,7 +185,7 @@ impl Export {
                     chunk
                 })
                 .await
-                .map_err(|e| sea_orm::DbErr::Custom(e.to_string()))?;
+                .ok_or_else(|| sea_orm::DbErr::Custom("writing an export's lines failed".into()))?;
                 return Ok(Some(Bytes::from(chunk)));
             }
             if self.places.is_empty() {

@@ -19,7 +19,8 @@ pub use validate::{parse_envelope, parse_envelope_as};
 pub const READ_ON_WORKER_BYTES: usize = 64 * 1024;
 
 /// A delivery's body read once: as a form's fields when it is a form ([`FormRead::of`]), then
-/// through the source's mapping. Off the async workers when the body is large. What ingest and
+/// through the source's mapping. Off the async workers when the body is large
+/// ([`crate::blocking`]). What ingest and
 /// replay both run; the fields are archived, so no reader after them parses the form again.
 pub async fn read_delivery(
     mapping: &Mapping,
@@ -39,10 +40,9 @@ pub async fn read_delivery(
         return read(mapping, headers, body);
     }
     let (mapping, headers, body) = (mapping.clone(), headers.clone(), body.to_vec());
-    tokio::task::spawn_blocking(move || read(&mapping, &headers, &body))
+    crate::blocking::run(move || read(&mapping, &headers, &body))
         .await
-        .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "reading a delivery's body failed");
+        .unwrap_or_else(|| {
             let invalid = Invalid {
                 kind: InvalidKind::Unreadable,
                 reason: "the body could not be read".into(),

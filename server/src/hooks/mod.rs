@@ -141,7 +141,7 @@ async fn ingest_request(
     if let Some(offer) = providers::secret_offer(source.preset, headers, &body) {
         return capture_secret(state, source, sent, &body, offer, request_id).await;
     }
-    authenticate(state, source, sent, &body, now)?;
+    authenticate_off_worker(state, source, sent, &body, now).await?;
     within_rate_limit(state, source, &body)?;
     if let Some(reply) =
         providers::handshake_answer(source.scheme, source.preset, &source.keys, headers, &body)
@@ -284,6 +284,48 @@ async fn read_within_limits(
         deadline,
     )
     .await
+}
+
+/// [`authenticate`], on a blocking thread in its turn ([`app::blocking`]) when the body is large
+/// ([`app::envelope::READ_ON_WORKER_BYTES`]): a signature over a large body (Twilio's sorted
+/// form, an HMAC over a megabyte) never holds an async worker.
+async fn authenticate_off_worker(
+    state: &AppState,
+    source: &Source,
+    sent: Sent<'_>,
+    body: &Bytes,
+    now: DateTime<Utc>,
+) -> Result<(), Refusal> {
+    if body.len() <= app::envelope::READ_ON_WORKER_BYTES {
+        return authenticate(state, source, sent, body, now);
+    }
+    let (owned_state, name, owned_body) = (state.clone(), source.name.clone(), body.clone());
+    let (headers, query, client) = (
+        sent.headers.clone(),
+        sent.query.map(str::to_string),
+        sent.client.to_string(),
+    );
+    let checked = app::blocking::run(move || {
+        let source = owned_state.config.source(&name)?;
+        let sent = Sent {
+            headers: &headers,
+            query: query.as_deref(),
+            client: &client,
+        };
+        Some(authenticate(&owned_state, source, sent, &owned_body, now))
+    })
+    .await;
+    match checked.flatten() {
+        Some(result) => result,
+        None => {
+            tracing::error!(source = %source.name, "authentication could not run");
+            Err(Refusal::new(
+                Rejection::Unauthorized,
+                "authentication could not run".into(),
+                BodySeen::read(body),
+            ))
+        }
+    }
 }
 
 /// Checks the source's scheme over the raw bytes; a failure is a 401 that tells nothing more.
