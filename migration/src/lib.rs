@@ -22,7 +22,7 @@ mod m20261203_000017_form_fields;
 mod m20261203_000018_handshake_waits;
 mod m20261203_000019_api_tokens;
 mod m20261204_000020_feed;
-mod m20261205_000021_problem_reasons;
+mod m20261205_000022_problem_reasons;
 
 pub struct Migrator;
 
@@ -50,7 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000018_handshake_waits::Migration),
             Box::new(m20261203_000019_api_tokens::Migration),
             Box::new(m20261204_000020_feed::Migration),
-            Box::new(m20261205_000021_problem_reasons::Migration),
+            Box::new(m20261205_000022_problem_reasons::Migration),
         ]
     }
 }

@@ -11,7 +11,7 @@
 //! archive's), a dead forward delivery (forwarding's: a retry that delivers it resolves it). An
 //! **open problem** is a cause with an open failure. They are read through
 //! `ix_webhook_events_open_failures` (migration m20261203_000013) and
-//! `ix_forward_deliveries_dead` (m20261205_000021).
+//! `ix_forward_deliveries_dead` (m20261205_000022).
 
 pub mod states;
 

@@ -118,7 +118,8 @@ pub async fn set_state(
     if reason.is_some_and(|r| r.len() > MAX_REASON_BYTES) {
         return Err(StateError::ReasonTooLong);
     }
-    if state == Some(ProblemState::Ignored) && reason.is_none() {
+    // Asked when confirming: the count comes first, the reason with the confirmation.
+    if state == Some(ProblemState::Ignored) && confirmed.is_some() && reason.is_none() {
         return Err(StateError::ReasonRequired);
     }
     let backend = db.backend();

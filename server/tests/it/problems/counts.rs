@@ -29,6 +29,8 @@ async fn the_overview_and_the_metrics_count_open_problems_and_failures(backend: 
             ("outcome", "reused_revision"),
             ("class", "object revision is already held by another event"),
             ("state", "ignored"),
+            ("confirm", "1"),
+            ("reason", "the shop's test sender reuses revisions"),
         ],
     )
     .await;

@@ -12,7 +12,7 @@ pub struct Migration;
 
 impl MigrationName for Migration {
     fn name(&self) -> &str {
-        "m20261205_000021_problem_reasons"
+        "m20261205_000022_problem_reasons"
     }
 }
 
