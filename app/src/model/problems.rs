@@ -135,7 +135,11 @@ impl Cause {
 
     /// What its failures are, counted: "9 deliveries were never applied".
     pub fn covers_words(&self, n: i64) -> String {
-        let deliveries = if n == 1 { "delivery was" } else { "deliveries were" };
+        let deliveries = if n == 1 {
+            "delivery was"
+        } else {
+            "deliveries were"
+        };
         match self.outcome {
             Stage::Ingest(_) => format!("{n} {deliveries} never applied"),
             Stage::Forward => format!("{n} {deliveries} never delivered to {}", self.source),

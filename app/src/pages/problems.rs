@@ -8,7 +8,9 @@
 use crate::components::live::live_tick;
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
-use crate::model::{Cause, ProblemGroup, ProblemState, ProblemsPage, SettledPage, Stage, StateChange};
+use crate::model::{
+    Cause, ProblemGroup, ProblemState, ProblemsPage, SettledPage, Stage, StateChange,
+};
 use crate::url::urlencode;
 use leptos::prelude::*;
 
@@ -182,14 +184,21 @@ fn confirming(acts: Acts) -> Option<AnyView> {
     let needs_reason = state == ProblemState::Ignored.as_str();
     let covers = answer.covers;
     let consequence = if needs_reason {
-        format!("{}: they, and any new ones, stay out of the counts and alerts.", answer.covers_words)
+        format!(
+            "{}: they, and any new ones, stay out of the counts and alerts.",
+            answer.covers_words
+        )
     } else {
-        format!("{}: they leave the open views (a failure after now opens the cause again).", answer.covers_words)
+        format!(
+            "{}: they leave the open views (a failure after now opens the cause again).",
+            answer.covers_words
+        )
     };
     let reason = RwSignal::new(String::new());
     let confirm = move |_| {
         let why = Some(reason.get_untracked()).filter(|r| !r.trim().is_empty());
-        acts.change.dispatch((cause.clone(), state, why, Some(covers)));
+        acts.change
+            .dispatch((cause.clone(), state, why, Some(covers)));
         acts.asking.set(None);
     };
     Some(view! {
@@ -291,10 +300,7 @@ fn plural(n: i64, one: &'static str, many: &'static str) -> &'static str {
 /// The failed list of one cause, open failures only; a destination's dead deliveries.
 fn failures_of(cause: &Cause) -> String {
     if cause.outcome == Stage::Forward {
-        return format!(
-            "/destinations/{}?status=dead",
-            urlencode(&cause.source)
-        );
+        return format!("/destinations/{}?status=dead", urlencode(&cause.source));
     }
     let mut href = format!(
         "/events?status=failed&open=1&source={}&outcome={}",

@@ -5,9 +5,9 @@
 //! when it is set; otherwise on the origin this browser reached hookbox at, and the page says so.
 
 use crate::components::forward::age;
+use crate::components::live::live_tick;
 use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
-use crate::components::live::live_tick;
 use crate::model::{Silence, SourceHealth, SourceSummary, SourcesPage as Sources};
 use leptos::prelude::*;
 
@@ -193,7 +193,9 @@ fn silence_words(s: &Silence, retention: u32) -> String {
         ),
     };
     match (s.silent_secs, s.silent) {
-        (None, _) => format!("No deliveries yet: none from it in the archive (kept {retention} days)."),
+        (None, _) => {
+            format!("No deliveries yet: none from it in the archive (kept {retention} days).")
+        }
         (Some(secs), true) => format!(
             "Silent: no delivery for {}, longer than usual at this time of day; {limit}.",
             age(secs)

@@ -15,16 +15,12 @@
 
 pub mod states;
 
-pub use states::{
-    MAX_SETTLED_PAGE, SETTLED_PAGE_SIZE, StateError, covered, set_state, settled,
-};
+pub use states::{MAX_SETTLED_PAGE, SETTLED_PAGE_SIZE, StateError, covered, set_state, settled};
 
 use super::Db;
 use super::open_failures::unresolved;
-use crate::model::{
-    ForwardStatus, OpenProblems, ProblemGroup, ProblemState, ProblemsPage, Stage,
-};
 use crate::model::{CONNECTION_FAILED, Cause, NO_ANSWER_WITHIN};
+use crate::model::{ForwardStatus, OpenProblems, ProblemGroup, ProblemState, ProblemsPage, Stage};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, Statement};
 
@@ -223,11 +219,7 @@ async fn groups(
 
 /// The groups of both stages, the most recently failing first, at most `limit`; the groups
 /// and failures in all.
-async fn both(
-    db: &Db,
-    which: Which,
-    limit: usize,
-) -> Result<(Vec<ProblemGroup>, i64, i64), DbErr> {
+async fn both(db: &Db, which: Which, limit: usize) -> Result<(Vec<ProblemGroup>, i64, i64), DbErr> {
     let (mut list, mut total, mut failures) = groups(db, &Failures::ingest(), which, limit).await?;
     let (forward, forward_total, forward_failures) =
         groups(db, &Failures::forward(), which, limit).await?;
@@ -249,7 +241,11 @@ async fn example_messages(db: &Db, groups: &mut [&mut ProblemGroup]) -> Result<(
             Failures::ingest()
         };
         let of_stage = |g: &ProblemGroup| (g.cause.outcome == Stage::Forward) == forward;
-        let examples: Vec<i64> = groups.iter().filter(|g| of_stage(g)).map(|g| g.example).collect();
+        let examples: Vec<i64> = groups
+            .iter()
+            .filter(|g| of_stage(g))
+            .map(|g| g.example)
+            .collect();
         if examples.is_empty() {
             continue;
         }

@@ -10,13 +10,21 @@ const DEAD: &str = "SELECT count(*) FROM forward_deliveries WHERE status = 'dead
 
 /// A server forwarding `shop` to `orders-app` (the receiver at `url`, one retry), with `n`
 /// deliveries sent and dead there; an operator's cookie.
-async fn with_dead(backend: Backend, receiver: &Receiver, url: &str, n: usize) -> (TestApp, String) {
+async fn with_dead(
+    backend: Backend,
+    receiver: &Receiver,
+    url: &str,
+    n: usize,
+) -> (TestApp, String) {
     *receiver.down.lock().unwrap() = true;
     let app = spawn_app_with(backend, config(url, "[1]")).await;
     let cookie = signed_in(&app, "olga", Role::Operator).await;
     for i in 0..n {
         let answer = app
-            .send("shop", &event(&format!("f{i}"), &format!("order-{i}"), 1, "{}"))
+            .send(
+                "shop",
+                &event(&format!("f{i}"), &format!("order-{i}"), 1, "{}"),
+            )
             .await;
         assert_eq!(answer.status, 200, "{answer:?}");
     }
@@ -71,7 +79,11 @@ async fn dead_forward_deliveries_are_problems_until_a_retry_delivers_them(backen
 
     let page = problems(&app, &cookie).await;
     let (_, overview) = call_json(&app, &cookie, "overview", &[]).await;
-    assert_eq!(open_groups(&page), vec![], "{backend:?}: resolved by the retry");
+    assert_eq!(
+        open_groups(&page),
+        vec![],
+        "{backend:?}: resolved by the retry"
+    );
     assert_eq!(
         overview["problems"],
         serde_json::json!({"problems": 0, "failures": 0})
@@ -86,8 +98,11 @@ async fn resolving_a_forwarding_cause_is_confirmed_with_its_count_and_a_4xx_is_i
     let (receiver, url) = Receiver::start(vec![(404, None), (404, None)]).await;
     let (app, cookie) = with_dead(backend, &receiver, &url, 1).await;
     for i in 1..3 {
-        app.send("shop", &event(&format!("f{i}"), &format!("order-{i}"), 1, "{}"))
-            .await;
+        app.send(
+            "shop",
+            &event(&format!("f{i}"), &format!("order-{i}"), 1, "{}"),
+        )
+        .await;
     }
     wait_for_count(&app.db, DEAD, 3).await;
     let args = |state: &'static str| {
@@ -112,7 +127,10 @@ async fn resolving_a_forwarding_cause_is_confirmed_with_its_count_and_a_4xx_is_i
     })
     .await;
     let mut confirmed = args("resolved");
-    confirmed.extend([("confirm", "2"), ("reason", "the application was redeployed")]);
+    confirmed.extend([
+        ("confirm", "2"),
+        ("reason", "the application was redeployed"),
+    ]);
     let (status_confirmed, done) = call_json(&app, &cookie, "problem_state", &confirmed).await;
 
     assert_eq!(
@@ -130,7 +148,10 @@ async fn resolving_a_forwarding_cause_is_confirmed_with_its_count_and_a_4xx_is_i
         "2 deliveries were never delivered to orders-app"
     );
     assert_eq!(asked["changed"], false);
-    assert_eq!(states_after_asking, 0, "{backend:?}: asking changes nothing");
+    assert_eq!(
+        states_after_asking, 0,
+        "{backend:?}: asking changes nothing"
+    );
     assert_eq!(wrong_count, StatusCode::CONFLICT);
     assert_eq!(no_reason, StatusCode::BAD_REQUEST, "{answer}");
     assert!(answer.to_string().contains("reason"), "{answer}");

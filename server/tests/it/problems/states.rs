@@ -22,7 +22,10 @@ async fn set(app: &TestApp, cookie: &str, class: &str, state: &str) -> (StatusCo
     assert_eq!(answer["changed"], false, "asking changes nothing: {answer}");
     let covers = answer["covers"].as_i64().expect("a count").to_string();
     let mut confirmed = args.to_vec();
-    confirmed.extend([("confirm", covers.as_str()), ("reason", "known; the sender fixes it")]);
+    confirmed.extend([
+        ("confirm", covers.as_str()),
+        ("reason", "known; the sender fixes it"),
+    ]);
     call_json(app, cookie, "problem_state", &confirmed).await
 }
 
@@ -206,7 +209,9 @@ async fn resolving_says_how_many_deliveries_were_never_applied_and_ignoring_need
     };
 
     let (status, asked) = call_json(&app, &cookie, "problem_state", &args("resolved")).await;
-    let before = app::db::problems::open_counts(&app.db).await.expect("counts");
+    let before = app::db::problems::open_counts(&app.db)
+        .await
+        .expect("counts");
     let (no_reason, refused) = call_json(&app, &cookie, "problem_state", &{
         let mut a = args("ignored");
         a.push(("confirm", "9"));
@@ -227,7 +232,10 @@ async fn resolving_says_how_many_deliveries_were_never_applied_and_ignoring_need
     .await;
     let (ignored, _) = call_json(&app, &cookie, "problem_state", &{
         let mut a = args("ignored");
-        a.extend([("confirm", "9"), ("reason", "a test sender; its owner knows")]);
+        a.extend([
+            ("confirm", "9"),
+            ("reason", "a test sender; its owner knows"),
+        ]);
         a
     })
     .await;
@@ -236,9 +244,16 @@ async fn resolving_says_how_many_deliveries_were_never_applied_and_ignoring_need
     assert_eq!(asked["covers"], 9, "{backend:?}");
     assert_eq!(asked["covers_words"], "9 deliveries were never applied");
     assert_eq!(asked["changed"], false);
-    assert_eq!((before.problems, before.failures), (1, 9), "nothing changed");
+    assert_eq!(
+        (before.problems, before.failures),
+        (1, 9),
+        "nothing changed"
+    );
     assert_eq!(no_reason, StatusCode::BAD_REQUEST, "{refused}");
-    assert!(refused.to_string().contains("reason: required"), "{refused}");
+    assert!(
+        refused.to_string().contains("reason: required"),
+        "{refused}"
+    );
     assert_eq!(stale, StatusCode::CONFLICT, "{conflict}");
     assert_eq!(long, StatusCode::BAD_REQUEST);
     assert_eq!(ignored, StatusCode::OK);
@@ -264,8 +279,14 @@ async fn resolving_says_how_many_deliveries_were_never_applied_and_ignoring_need
     assert_eq!(row["changed_by"], "olga");
     assert_eq!(row["reason"], "a test sender; its owner knows");
     let html = super::page(&app, &cookie, "/problems").await;
-    assert!(html.contains("Resolved and ignored causes (1)"), "{backend:?}");
-    assert!(html.contains("a test sender; its owner knows"), "{backend:?}");
+    assert!(
+        html.contains("Resolved and ignored causes (1)"),
+        "{backend:?}"
+    );
+    assert!(
+        html.contains("a test sender; its owner knows"),
+        "{backend:?}"
+    );
 }
 
 both_backends!(the_list_of_resolved_and_ignored_causes_is_paged_and_bounded);
@@ -296,7 +317,10 @@ async fn the_list_of_resolved_and_ignored_causes_is_paged_and_bounded(backend: B
 
     assert_eq!(first["total"], 55, "{backend:?}");
     assert_eq!(first["rows"].as_array().map(Vec::len), Some(50));
-    assert_eq!(first["rows"][0]["cause"]["class"], "class 00", "the newest first");
+    assert_eq!(
+        first["rows"][0]["cause"]["class"], "class 00",
+        "the newest first"
+    );
     assert_eq!(second["rows"].as_array().map(Vec::len), Some(5));
     assert_eq!(second["rows"][4]["cause"]["class"], "class 54");
     assert_eq!(past, StatusCode::BAD_REQUEST);

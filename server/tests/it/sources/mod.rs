@@ -301,7 +301,10 @@ async fn a_source_whose_recent_deliveries_fail_is_failing_not_receiving(backend:
     // sender is heard from, so the silent-source rule says nothing.
     for n in 0..11 {
         let answer = app
-            .send("shop", &event(&format!("bad-{n}"), &format!("o-{n}"), 0, "{}"))
+            .send(
+                "shop",
+                &event(&format!("bad-{n}"), &format!("o-{n}"), 0, "{}"),
+            )
             .await;
         assert_eq!(answer.status, 422, "{answer:?}");
     }
@@ -313,7 +316,11 @@ async fn a_source_whose_recent_deliveries_fail_is_failing_not_receiving(backend:
 
     let shop = of(&page, "shop");
     assert!(!shop.silence.silent, "{backend:?}: it is not silent");
-    assert_eq!((shop.recent_failed, shop.recent_of), (11, 12), "{backend:?}");
+    assert_eq!(
+        (shop.recent_failed, shop.recent_of),
+        (11, 12),
+        "{backend:?}"
+    );
     assert_eq!(shop.health, SourceHealth::Failing, "{backend:?}");
     assert!(html.contains(r#"data-health="failing""#), "{backend:?}");
     assert!(
