@@ -32,9 +32,11 @@ export default function ({ test, base, assert, send, signIn, hydrated, shots, VI
     assert.equal(await live.getAttribute('data-silent'), 'false');
     assert.match(await live.getByTestId('received-24h').innerText(), /^1 delivery$/);
     assert.match(await live.getByTestId('silence').innerText(), /^Receiving: last delivery .* ago; its limit is 1 h 0 min/);
-    assert.equal(await quiet.getAttribute('data-silent'), 'true');
-    await quiet.getByTestId('silent').waitFor();
-    assert.match(await quiet.getByTestId('silence').innerText(), /^Silent: no delivery from it in the archive/);
+    assert.equal(await live.getAttribute('data-health'), 'receiving');
+    // Never a delivery: neutral, not a red "silent".
+    assert.equal(await quiet.getAttribute('data-health'), 'no deliveries yet');
+    assert.equal(await quiet.getByTestId('health').innerText(), 'no deliveries yet');
+    assert.match(await quiet.getByTestId('silence').innerText(), /^No deliveries yet: none from it in the archive/);
     for (const name of ['demo', 'shop', 'legacy']) {
       await page.locator(`article[data-source="${name}"]`).waitFor();
     }

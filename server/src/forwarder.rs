@@ -234,9 +234,13 @@ async fn attempt(db: Db, destination: Destination, client: reqwest::Client, clai
             duration_ms: elapsed_ms(started),
             status_code: None,
             error: Some(if e.is_timeout() {
-                format!("no answer within {} s", destination.timeout_secs)
+                format!(
+                    "{} {} s",
+                    app::model::NO_ANSWER_WITHIN,
+                    destination.timeout_secs
+                )
             } else if e.is_connect() {
-                "the connection was refused or failed".to_string()
+                app::model::CONNECTION_FAILED.to_string()
             } else {
                 "the request failed".to_string()
             }),

@@ -306,7 +306,7 @@ pub async fn volume(
     Ok((by_source_24h, by_source_7d, volume))
 }
 
-/// The overview in the viewer's `zone`: [`volume`]'s counts now, the newest failures, the last
+/// The overview in the viewer's `zone`: [`volume`]'s counts now, the newest open failures, the last
 /// invariant check and the last 24 hours' refusals.
 pub async fn overview(db: &Db, sources_configured: usize, zone: Tz) -> Result<Overview, DbErr> {
     let now = Utc::now();
@@ -323,6 +323,9 @@ pub async fn overview(db: &Db, sources_configured: usize, zone: Tz) -> Result<Ov
         db,
         &EventFilter {
             status: Some(Status::Failed.as_str().into()),
+            // Open failures only: one a replay resolved, or whose cause was resolved or
+            // ignored, needs nobody (`db::open_failures`, the failed list's "open only").
+            open: Some("1".into()),
             ..Default::default()
         },
         None,

@@ -10,7 +10,7 @@
 
 use super::Db;
 use crate::config::{Config, Source};
-use crate::model::{Silence, SourceSummary};
+use crate::model::{RECENT_DELIVERIES, Silence, SourceHealth, SourceSummary, Status};
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{ConnectionTrait, DbErr, Statement, Value};
 
@@ -200,13 +200,54 @@ pub async fn summaries(
             .find(|row| row.label == source.name)
             .map_or(0, |row| row.processed + row.skipped + row.failed);
         let activity = activity(db, &source.name, now).await?;
-        list.push(summary(source, activity, received_24h));
+        let recent = recent_failures(db, &source.name, now).await?;
+        list.push(summary(source, activity, received_24h, recent));
     }
     Ok(list)
 }
 
-fn summary(source: &Source, activity: Activity, received_24h: i64) -> SourceSummary {
+/// Of `source`'s newest deliveries in the 24 hours before `now` (at most
+/// [`RECENT_DELIVERIES`], replays not counted): how many failed, and of how many. One range of
+/// `ix_webhook_events_source_received`.
+pub async fn recent_failures(
+    db: &Db,
+    source: &str,
+    now: DateTime<Utc>,
+) -> Result<(u32, u32), DbErr> {
+    let row = db
+        .conn
+        .query_one_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT count(*) AS n,
+                        CAST(COALESCE(sum(CASE WHEN status = '{failed}' THEN 1 ELSE 0 END), 0) AS BIGINT) AS failed
+                 FROM (SELECT status FROM webhook_events
+                       WHERE {SENT_BY} AND received_at > $2
+                       ORDER BY received_at DESC LIMIT {RECENT_DELIVERIES}) AS r",
+                failed = Status::Failed.as_str()
+            ),
+            vec![source.into(), (now - Duration::hours(24)).into()],
+        ))
+        .await?;
+    let Some(row) = row else { return Ok((0, 0)) };
+    let n: i64 = row.try_get("", "n")?;
+    let failed: i64 = row.try_get("", "failed")?;
+    Ok((
+        u32::try_from(failed).unwrap_or(0),
+        u32::try_from(n).unwrap_or(0),
+    ))
+}
+
+fn summary(
+    source: &Source,
+    activity: Activity,
+    received_24h: i64,
+    (recent_failed, recent_of): (u32, u32),
+) -> SourceSummary {
     SourceSummary {
+        health: SourceHealth::of(recent_failed, recent_of, &activity.silence),
+        recent_failed,
+        recent_of,
         name: source.name.clone(),
         // A token taken from the query is shown as a placeholder, never as a secret.
         path: match source

@@ -333,6 +333,7 @@ pub struct Overview {
     pub by_source_7d: Vec<CountRow>,
     /// Sender deliveries by hour and by day in the viewer's zone.
     pub volume: Volume,
+    /// The ten newest open failures (`db::open_failures`): resolved ones are left out.
     pub newest_failures: Vec<EventRow>,
     /// The newest `hookbox verify` run, if there was one.
     pub last_verify: Option<VerifyRun>,

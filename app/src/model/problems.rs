@@ -58,13 +58,128 @@ impl std::fmt::Display for ProblemState {
     }
 }
 
-/// A cause: the failures of one source with one outcome and one error class.
+/// Where a cause's failures are: deliveries a source received that failed (their outcome), or
+/// forward deliveries a destination never took (dead). Spelled as the outcome, or `forward`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    Ingest(super::OutcomeKind),
+    Forward,
+}
+
+impl Stage {
+    /// The spelling of a forwarding cause's stage.
+    pub const FORWARD: &'static str = "forward";
+
+    /// The spelling in `problem_states.outcome`, the server function's argument and the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Ingest(outcome) => outcome.as_str(),
+            Stage::Forward => Stage::FORWARD,
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Stage> {
+        if text == Stage::FORWARD {
+            return Some(Stage::Forward);
+        }
+        super::OutcomeKind::parse(text).map(Stage::Ingest)
+    }
+
+    /// Every spelling, for messages.
+    pub fn spellings() -> String {
+        format!("{}, {}", super::OutcomeKind::spellings(), Stage::FORWARD)
+    }
+}
+
+impl Serialize for Stage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Stage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Stage, D::Error> {
+        let text = String::deserialize(d)?;
+        Stage::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("no stage {text}")))
+    }
+}
+
+/// Compared with its spelling, as a test has it.
+impl PartialEq<&str> for Stage {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// A cause: the failures of one source with one outcome and one error class; or the dead
+/// forward deliveries of one destination (`source` holds its name, `outcome` is
+/// [`Stage::Forward`]) with one answer class (`4xx`, `5xx`, `timeout`, `connection refused`, …).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Cause {
     pub source: String,
-    pub outcome: super::OutcomeKind,
+    pub outcome: Stage,
     /// `None` for failures archived before classes, not yet classified.
     pub class: Option<String>,
+}
+
+impl Cause {
+    /// `crm invalid snapshot (/data) is missing`, `orders-app forward 5xx`: the audit's target.
+    pub fn in_words(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.source,
+            self.outcome.as_str(),
+            self.class.as_deref().unwrap_or("(unclassified)")
+        )
+    }
+
+    /// What its failures are, counted: "9 deliveries were never applied".
+    pub fn covers_words(&self, n: i64) -> String {
+        let deliveries = if n == 1 {
+            "delivery was"
+        } else {
+            "deliveries were"
+        };
+        match self.outcome {
+            Stage::Ingest(_) => format!("{n} {deliveries} never applied"),
+            Stage::Forward => format!("{n} {deliveries} never delivered to {}", self.source),
+        }
+    }
+}
+
+/// The longest reason an operator gives for resolving or ignoring a cause, in bytes.
+pub const MAX_REASON_BYTES: usize = 500;
+
+/// What setting a state answered: the failures it covers (open ones; an ignored cause's since),
+/// and whether it was set. Resolving or ignoring is set only when the caller confirms that count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateChange {
+    pub covers: i64,
+    /// [`Cause::covers_words`] of `covers`.
+    pub covers_words: String,
+    pub changed: bool,
+}
+
+/// A resolved or ignored cause as the list of them shows it: who, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettledCause {
+    pub cause: Cause,
+    pub state: ProblemState,
+    /// RFC 3339, UTC.
+    pub changed_at: String,
+    pub changed_by: String,
+    pub reason: Option<String>,
+}
+
+/// One page of the resolved and ignored causes, the newest change first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettledPage {
+    pub rows: Vec<SettledCause>,
+    /// Resolved and ignored causes in all.
+    pub total: i64,
+    /// This page (0 the first) and the rows a page holds.
+    pub page: u32,
+    pub page_size: u32,
 }
 
 /// One problem: the open failures of a cause.
@@ -83,6 +198,8 @@ pub struct ProblemGroup {
     pub state: Option<ProblemState>,
     pub changed_at: Option<String>,
     pub changed_by: Option<String>,
+    /// Why, as the operator said when resolving or ignoring it.
+    pub reason: Option<String>,
 }
 
 /// The `/problems` page.
@@ -142,3 +259,20 @@ impl Skipped {
         .join(", ")
     }
 }
+
+/// What the forwarder records of an attempt that got no answer in time (`no answer within 10 s`)
+/// and of one whose connection failed: the answer classes `timeout` and `connection refused`
+/// read them (`db::problems`).
+pub const NO_ANSWER_WITHIN: &str = "no answer within";
+pub const CONNECTION_FAILED: &str = "the connection was refused or failed";
+
+/// The answer classes of dead forward deliveries, the classes of a forwarding cause: by the last
+/// attempt's status (`4xx`, `5xx`, `other status`), else by why no status came.
+pub const ANSWER_CLASSES: &[&str] = &[
+    "4xx",
+    "5xx",
+    "other status",
+    "timeout",
+    "connection refused",
+    "request failed",
+];

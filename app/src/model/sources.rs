@@ -24,6 +24,55 @@ pub struct SourceSummary {
     /// Deliveries the sender made in the overview's last 24 hours (to the hour).
     pub received_24h: u64,
     pub silence: Silence,
+    /// How many of its newest deliveries (at most [`RECENT_DELIVERIES`], of the last 24 hours,
+    /// replays not counted) failed, and of how many.
+    pub recent_failed: u32,
+    pub recent_of: u32,
+    /// What the page says of it, from the above.
+    pub health: SourceHealth,
+}
+
+/// The newest deliveries of a source its health reads.
+pub const RECENT_DELIVERIES: u32 = 20;
+
+/// What the sources page says of a source, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceHealth {
+    /// At least half of its recent deliveries failed (a misconfigured mapping, a changed
+    /// sender): it receives, but nothing it sends is applied.
+    Failing,
+    /// The silent-source rule holds for it.
+    Silent,
+    /// It never sent anything the archive holds: neutral, nothing to fix yet.
+    NoDeliveriesYet,
+    /// Receiving, most of its recent deliveries not failed.
+    Receiving,
+}
+
+impl SourceHealth {
+    /// From its recent deliveries and the silent-source rule.
+    pub fn of(recent_failed: u32, recent_of: u32, silence: &Silence) -> SourceHealth {
+        if recent_of > 0 && recent_failed * 2 >= recent_of {
+            SourceHealth::Failing
+        } else if silence.silent_secs.is_none() {
+            SourceHealth::NoDeliveriesYet
+        } else if silence.silent {
+            SourceHealth::Silent
+        } else {
+            SourceHealth::Receiving
+        }
+    }
+
+    /// The badge's words.
+    pub fn words(self) -> &'static str {
+        match self {
+            SourceHealth::Failing => "failing",
+            SourceHealth::Silent => "silent",
+            SourceHealth::NoDeliveriesYet => "no deliveries yet",
+            SourceHealth::Receiving => "receiving",
+        }
+    }
 }
 
 /// The silent-source rule (`HookboxSourceSilent` in `deploy/prometheus/alerts.yml`) applied to

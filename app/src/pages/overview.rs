@@ -1,5 +1,5 @@
 //! `/`: deliveries senders made (replays not counted) by status, by hour over 24 hours or by
-//! day over 7 days in the viewer's zone (`?chart=days`), per source over both; the newest
+//! day over 7 days in the viewer's zone (`?chart=days`), per source over both; the newest open
 //! failures, the last invariant check. Updates itself every few seconds while shown.
 
 use crate::components::chart::VolumeChart;
@@ -148,14 +148,14 @@ fn OverviewBody(o: Overview) -> impl IntoView {
             <section class="panel"><CountTable caption="Last 7 days (the chart's days, today included)" rows=o.by_source_7d/></section>
         </div>
         <section class="panel">
-            <h2>"Newest failures"</h2>
+            <h2>"Newest open failures"</h2>
             {if o.newest_failures.is_empty() {
-                view! { <p class="muted">"No failed deliveries."</p> }.into_any()
+                view! { <p class="muted" data-testid="no-open-failures">"No open failures: every failure is resolved, or its cause resolved or ignored."</p> }.into_any()
             } else {
                 view! {
-                    <ul class="failures">
+                    <ul class="failures" data-testid="newest-failures">
                         {o.newest_failures.into_iter().map(|e| view! {
-                            <li>
+                            <li data-testid="newest-failure" data-id=e.id.to_string()>
                                 <StatusBadge status=e.status outcome=e.outcome/>
                                 " "
                                 <a href=format!("/events/{}", e.id)>{e.event_id.clone().unwrap_or_else(|| format!("delivery {}", e.id))}</a>
@@ -164,7 +164,7 @@ fn OverviewBody(o: Overview) -> impl IntoView {
                             </li>
                         }).collect_view()}
                     </ul>
-                    <p><a href="/events?status=failed">"All failed deliveries"</a></p>
+                    <p><a href="/events?status=failed&open=1">"All open failures"</a> " · " <a href="/events?status=failed">"All failed deliveries, resolved ones too"</a></p>
                 }.into_any()
             }}
         </section>

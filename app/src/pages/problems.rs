@@ -1,10 +1,16 @@
-//! `/problems`: open failures grouped by cause (source, outcome, error class), each with its
-//! count, first and last seen, an example and the failed list of that cause; operators
-//! acknowledge, resolve or ignore a cause (audited). Ignored causes are listed apart, collapsed.
+//! `/problems`: open failures grouped by cause (source, outcome, error class), and each
+//! destination's dead forward deliveries by answer class, each with its count, first and last
+//! seen, an example and the list of that cause; operators acknowledge, resolve or ignore a cause
+//! (resolving or ignoring after a confirmation that says how many deliveries it covers, ignoring
+//! with a reason; audited). Ignored causes are listed apart, collapsed; the resolved and ignored
+//! causes, who, when and why, a page at a time. Updates itself as the overview does.
 
+use crate::components::live::live_tick;
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
-use crate::model::{Cause, ProblemGroup, ProblemState, ProblemsPage};
+use crate::model::{
+    Cause, ProblemGroup, ProblemState, ProblemsPage, SettledPage, Stage, StateChange,
+};
 use crate::url::urlencode;
 use leptos::prelude::*;
 
@@ -21,17 +27,21 @@ pub async fn list_problems() -> Result<ProblemsPage, DashboardError> {
 }
 
 /// Sets what the operator says of a cause: `acknowledged`, `resolved`, `ignored`, or `open`
-/// (the state removed). Audited; 404 when no open or ignored failure has the cause.
+/// (the state removed); `outcome` is the failures' outcome, or `forward` for a destination's
+/// dead deliveries (`source` the destination). Resolving or ignoring answers how many failures
+/// it covers and changes nothing until `confirm` is that count; ignoring takes a `reason`.
+/// Audited; 404 when no open or ignored failure has the cause, 409 when the count changed.
 #[server(endpoint = "problem_state")]
 pub async fn set_problem_state(
     source: String,
     outcome: String,
     class: String,
     state: String,
-) -> Result<(), DashboardError> {
+    #[server(default)] reason: Option<String>,
+    #[server(default)] confirm: Option<i64>,
+) -> Result<StateChange, DashboardError> {
     use crate::db::problems::{StateError, set_state};
     use crate::guard;
-    use crate::model::OutcomeKind;
     let user = guard::require(crate::model::Role::Operator).await?;
     let max = crate::ingest::problem::MAX_CLASS_BYTES;
     if class.len() > max || source.len() > crate::db::filter::MAX_FILTER_BYTES {
@@ -40,10 +50,10 @@ pub async fn set_problem_state(
             crate::db::filter::MAX_FILTER_BYTES
         )));
     }
-    let Some(outcome) = OutcomeKind::parse(&outcome) else {
+    let Some(outcome) = Stage::parse(&outcome) else {
         return Err(guard::bad_request(format!(
             "outcome: not one of {}",
-            OutcomeKind::spellings()
+            Stage::spellings()
         )));
     };
     let state = match state.as_str() {
@@ -58,50 +68,204 @@ pub async fn set_problem_state(
         class: Some(class),
     };
     let db = guard::db()?;
-    match set_state(&db, &cause, state, &user.name).await {
-        Ok(_) => {
-            tracing::info!(user = %user.name, source = %cause.source, state = state.map_or("open", ProblemState::as_str), "problem state set");
-            Ok(())
+    match set_state(&db, &cause, state, reason.as_deref(), confirm, &user.name).await {
+        Ok(change) => {
+            if change.changed {
+                tracing::info!(user = %user.name, source = %cause.source, state = state.map_or("open", ProblemState::as_str), covers = change.covers, "problem state set");
+            }
+            Ok(change)
         }
         Err(StateError::NoSuchCause(what)) => Err(guard::fail(DashboardError::NotFound(format!(
             "no open or ignored failure has this cause: {what}"
         )))),
+        Err(e @ StateError::CountChanged { .. }) => {
+            Err(guard::fail(DashboardError::Conflict(e.to_string())))
+        }
+        Err(e @ (StateError::ReasonRequired | StateError::ReasonTooLong)) => {
+            Err(guard::bad_request(e.to_string()))
+        }
         Err(StateError::Db(e)) => Err(guard::unavailable(&e)),
     }
 }
 
-/// A state change: (the cause, the state's spelling or `open`).
-type Change = Action<(Cause, &'static str), Result<(), DashboardError>>;
+/// A page of the resolved and ignored causes (0 the first), the newest change first: who, when
+/// and why. 400 past the last page read.
+#[server(endpoint = "problems_settled")]
+pub async fn settled_problems(
+    #[server(default)] page: Option<u32>,
+) -> Result<SettledPage, DashboardError> {
+    use crate::guard;
+    guard::require(crate::model::Role::Viewer).await?;
+    let page = page.unwrap_or(0);
+    let max = crate::db::problems::MAX_SETTLED_PAGE;
+    if page > max {
+        return Err(guard::bad_request(format!("page: at most {max}")));
+    }
+    crate::db::problems::settled(&guard::db()?, page)
+        .await
+        .map_err(|e| guard::unavailable(&e))
+}
 
-#[component]
-pub fn ProblemsPage() -> impl IntoView {
-    let change: Change = Action::new(|(cause, state): &(Cause, &'static str)| {
-        let (cause, state) = (cause.clone(), *state);
+/// A state change asked for: the cause, the state's spelling or `open`, the reason, the
+/// confirmed count (none: ask what it covers first).
+type Ask = (Cause, &'static str, Option<String>, Option<i64>);
+type Change = Action<Ask, Result<StateChange, DashboardError>>;
+
+/// What the page's buttons drive: `change` sets a state; `preview` asks what resolving or
+/// ignoring `asking` covers, for the operator to confirm.
+#[derive(Clone, Copy)]
+struct Acts {
+    change: Change,
+    preview: Change,
+    asking: RwSignal<Option<(Cause, &'static str)>>,
+}
+
+fn state_action() -> Change {
+    Action::new(|(cause, state, reason, confirm): &Ask| {
+        let (cause, state, reason, confirm) = (cause.clone(), *state, reason.clone(), *confirm);
         async move {
             set_problem_state(
                 cause.source,
                 cause.outcome.as_str().to_string(),
                 cause.class.unwrap_or_default(),
                 state.to_string(),
+                reason,
+                confirm,
             )
             .await
         }
-    });
-    let changed = Memo::new(move |_| change.version().get());
-    let page = Resource::new(move || changed.get(), |_| list_problems());
+    })
+}
+
+#[component]
+pub fn ProblemsPage() -> impl IntoView {
+    let acts = Acts {
+        change: state_action(),
+        preview: state_action(),
+        asking: RwSignal::new(None),
+    };
+    // Live, as the overview is: refetched every few seconds while the tab is visible, and at
+    // once after a change.
+    let tick = live_tick(|| true);
+    let changed = Memo::new(move |_| acts.change.version().get());
+    let page = Resource::new(move || (changed.get(), tick.get()), |_| list_problems());
+    let settled_at = RwSignal::new(0u32);
+    let settled = Resource::new(
+        move || (settled_at.get(), changed.get(), tick.get()),
+        |(at, _, _)| settled_problems(Some(at)),
+    );
+    let error = move || {
+        [acts.change, acts.preview]
+            .into_iter()
+            .find_map(|a| a.value().get().and_then(Result::err))
+    };
     view! {
         <TopBar/>
         <main>
             <h1>"Problems"</h1>
-            <p class="muted">"Open failures grouped by cause: the source, the outcome and the error without its ids and numbers. A replay that applies (or is accepted, stale or a duplicate) resolves a failure; a resolved cause that fails again is open again; an ignored cause stays out of the counts and alerts."</p>
-            {move || change.value().get().and_then(Result::err).map(|e| view! { <ErrorNote error=e/> })}
-            <Loaded resource=page show=move |p| view! { <Problems p change/> }/>
+            <p class="muted">"Open failures grouped by cause: the source, the outcome and the error without its ids and numbers; and each destination's dead forward deliveries by answer class (4xx, 5xx, timeout, connection refused). A replay that applies (or is accepted, stale or a duplicate) resolves a failure, a retry that delivers resolves a dead delivery; a resolved cause that fails again is open again; an ignored cause stays out of the counts and alerts. Resolving or ignoring asks first how many deliveries it covers."</p>
+            {move || error().map(|e| view! { <ErrorNote error=e/> })}
+            {move || confirming(acts)}
+            <Loaded resource=page show=move |p| view! { <Problems p acts/> }/>
+            <Loaded resource=settled show=move |s| view! { <Settled s at=settled_at/> }/>
         </main>
     }
 }
 
+/// The confirmation of a resolve or ignore, once the server answered what it covers: the
+/// count, the reason (required to ignore), confirm or cancel.
+fn confirming(acts: Acts) -> Option<AnyView> {
+    let (cause, state) = acts.asking.get()?;
+    if acts.preview.pending().get() {
+        return None;
+    }
+    let answer = acts.preview.value().get()?.ok()?;
+    let verb = ProblemState::parse(state).map_or("Change", ProblemState::verb);
+    let needs_reason = state == ProblemState::Ignored.as_str();
+    let covers = answer.covers;
+    let consequence = if needs_reason {
+        format!(
+            "{}: they, and any new ones, stay out of the counts and alerts.",
+            answer.covers_words
+        )
+    } else {
+        format!(
+            "{}: they leave the open views (a failure after now opens the cause again).",
+            answer.covers_words
+        )
+    };
+    let reason = RwSignal::new(String::new());
+    let confirm = move |_| {
+        let why = Some(reason.get_untracked()).filter(|r| !r.trim().is_empty());
+        acts.change
+            .dispatch((cause.clone(), state, why, Some(covers)));
+        acts.asking.set(None);
+    };
+    Some(view! {
+        <section class="panel attention" data-testid="problem-confirm">
+            <p><strong>{format!("{verb} {}?", answer_target(&acts))}</strong></p>
+            <p data-testid="problem-covers">{consequence}</p>
+            <p><label>{if needs_reason { "Why (required): " } else { "Why (optional): " }}
+                <input type="text" maxlength=crate::model::MAX_REASON_BYTES.to_string() data-testid="problem-reason"
+                    prop:value=move || reason.get() on:input=move |ev| reason.set(event_target_value(&ev))/>
+            </label></p>
+            <button type="button" class="danger" data-testid="problem-confirm-yes"
+                disabled=move || needs_reason && reason.with(|r| r.trim().is_empty())
+                on:click=confirm>{format!("{verb} ({covers})")}</button>
+            " "
+            <button type="button" data-testid="problem-confirm-no"
+                on:click=move |_| acts.asking.set(None)>"Cancel"</button>
+        </section>
+    }.into_any())
+}
+
+/// The cause being confirmed, in words.
+fn answer_target(acts: &Acts) -> String {
+    acts.asking
+        .get_untracked()
+        .map(|(cause, _)| cause.in_words())
+        .unwrap_or_default()
+}
+
+/// The resolved and ignored causes: who, when and why, a page at a time.
 #[component]
-fn Problems(p: ProblemsPage, change: Change) -> impl IntoView {
+fn Settled(s: SettledPage, at: RwSignal<u32>) -> impl IntoView {
+    let first = s.page as i64 * i64::from(s.page_size);
+    let more = first + (s.rows.len() as i64) < s.total;
+    let page = s.page;
+    (s.total > 0).then(|| view! {
+        <section class="panel" data-testid="settled-problems">
+            <h2>{format!("Resolved and ignored causes ({})", s.total)}</h2>
+            <div class="table-wrap">
+                <table class="data compact">
+                    <thead><tr>
+                        <th scope="col">"Cause"</th><th scope="col">"State"</th><th scope="col">"By"</th>
+                        <th scope="col">"When"</th><th scope="col">"Why"</th>
+                    </tr></thead>
+                    <tbody>
+                        {s.rows.into_iter().map(|r| view! {
+                            <tr data-testid="settled-row">
+                                <td data-label="Cause" class="cause">{r.cause.in_words()}</td>
+                                <td data-label="State">{r.state.as_str()}</td>
+                                <td data-label="By">{r.changed_by}</td>
+                                <td data-label="When"><LocalTime utc=r.changed_at/></td>
+                                <td data-label="Why" data-testid="settled-reason">{r.reason.unwrap_or_else(|| "(no reason given)".into())}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+            <p>
+                {(page > 0).then(|| view! { <button type="button" class="small" on:click=move |_| at.set(page - 1)>"Newer"</button> })}
+                " " <span class="muted">{format!("{}–{} of {}", first + 1, (first + i64::from(s.page_size)).min(s.total), s.total)}</span> " "
+                {more.then(|| view! { <button type="button" class="small" on:click=move |_| at.set(page + 1)>"Older"</button> })}
+            </p>
+        </section>
+    }.into_any())
+}
+
+#[component]
+fn Problems(p: ProblemsPage, acts: Acts) -> impl IntoView {
     let more = p.open_total - p.open.len() as i64;
     let ignored_more = p.ignored_total - p.ignored.len() as i64;
     let can_act = p.can_act;
@@ -113,7 +277,7 @@ fn Problems(p: ProblemsPage, change: Change) -> impl IntoView {
         {if p.open.is_empty() {
             view! { <section class="panel empty" data-testid="no-problems"><p>"No open problems."</p></section> }.into_any()
         } else {
-            view! { <GroupTable groups=p.open can_act change/> }.into_any()
+            view! { <GroupTable groups=p.open can_act acts/> }.into_any()
         }}
         {(more > 0).then(|| view! {
             <p class="muted" data-testid="problems-more">{format!("{more} more open problems are not shown (the {} most recently failing are).", p.shown_at_most)}</p>
@@ -121,7 +285,7 @@ fn Problems(p: ProblemsPage, change: Change) -> impl IntoView {
         {(p.ignored_total > 0).then(|| view! {
             <details class="panel" data-testid="ignored-problems">
                 <summary>{format!("Ignored causes ({})", p.ignored_total)}</summary>
-                <GroupTable groups=p.ignored can_act change/>
+                <GroupTable groups=p.ignored can_act acts/>
                 {(ignored_more > 0).then(|| view! { <p class="muted">{format!("{ignored_more} more not shown.")}</p> })}
             </details>
         })}
@@ -133,8 +297,11 @@ fn plural(n: i64, one: &'static str, many: &'static str) -> &'static str {
     if n == 1 { one } else { many }
 }
 
-/// The failed list of one cause, open failures only.
+/// The failed list of one cause, open failures only; a destination's dead deliveries.
 fn failures_of(cause: &Cause) -> String {
+    if cause.outcome == Stage::Forward {
+        return format!("/destinations/{}?status=dead", urlencode(&cause.source));
+    }
     let mut href = format!(
         "/events?status=failed&open=1&source={}&outcome={}",
         urlencode(&cause.source),
@@ -146,8 +313,16 @@ fn failures_of(cause: &Cause) -> String {
     href
 }
 
+/// Where a group's example is: its archive row, or its destination's dead deliveries.
+fn example_of(cause: &Cause, example: i64) -> String {
+    match cause.outcome {
+        Stage::Forward => failures_of(cause),
+        Stage::Ingest(_) => format!("/events/{example}"),
+    }
+}
+
 #[component]
-fn GroupTable(groups: Vec<ProblemGroup>, can_act: bool, change: Change) -> impl IntoView {
+fn GroupTable(groups: Vec<ProblemGroup>, can_act: bool, acts: Acts) -> impl IntoView {
     view! {
         <div class="table-wrap">
             <table class="data" data-testid="problems-table">
@@ -165,7 +340,7 @@ fn GroupTable(groups: Vec<ProblemGroup>, can_act: bool, change: Change) -> impl 
                     </tr>
                 </thead>
                 <tbody>
-                    {groups.into_iter().map(|g| view! { <GroupRow g can_act change/> }).collect_view()}
+                    {groups.into_iter().map(|g| view! { <GroupRow g can_act acts/> }).collect_view()}
                 </tbody>
             </table>
         </div>
@@ -175,7 +350,7 @@ fn GroupTable(groups: Vec<ProblemGroup>, can_act: bool, change: Change) -> impl 
 }
 
 #[component]
-fn GroupRow(g: ProblemGroup, can_act: bool, change: Change) -> impl IntoView {
+fn GroupRow(g: ProblemGroup, can_act: bool, acts: Acts) -> impl IntoView {
     let cause = g.cause.clone();
     let state = match (g.state, &g.changed_by) {
         (None, _) => "open".to_string(),
@@ -199,9 +374,10 @@ fn GroupRow(g: ProblemGroup, can_act: bool, change: Change) -> impl IntoView {
             <td data-label="Failures"><a href=failures_of(&cause) data-testid="problem-count">{g.count}</a></td>
             <td data-label="First seen"><LocalTime utc=g.first_seen.clone()/></td>
             <td data-label="Last seen"><LocalTime utc=g.last_seen.clone()/></td>
-            <td data-label="Example"><a href=format!("/events/{}", g.example) title=g.example_message.clone().unwrap_or_default() data-testid="problem-example">{format!("#{}", g.example)}</a></td>
+            <td data-label="Example"><a href=example_of(&cause, g.example) title=g.example_message.clone().unwrap_or_default() data-testid="problem-example">{format!("#{}", g.example)}</a></td>
             <td data-label="State" data-testid="problem-state">{state}
                 {g.changed_at.clone().map(|at| view! { <span class="muted">" · " <LocalTime utc=at/></span> })}
+                {g.reason.clone().map(|why| view! { <span class="muted" data-testid="problem-reason-shown">" · " {why}</span> })}
             </td>
             {can_act.then(|| view! {
                 <td data-label="Actions" class="actions">
@@ -209,7 +385,14 @@ fn GroupRow(g: ProblemGroup, can_act: bool, change: Change) -> impl IntoView {
                         let cause = cause.clone();
                         view! {
                             <button type="button" class="small" data-testid=format!("problem-{state}")
-                                on:click=move |_| { change.dispatch((cause.clone(), state)); }>{verb}</button>
+                                on:click=move |_| {
+                                    if matches!(state, "resolved" | "ignored") {
+                                        acts.asking.set(Some((cause.clone(), state)));
+                                        acts.preview.dispatch((cause.clone(), state, None, None));
+                                    } else {
+                                        acts.change.dispatch((cause.clone(), state, None, None));
+                                    }
+                                }>{verb}</button>
                         }
                     }).collect_view())}
                 </td>

@@ -5,9 +5,10 @@
 //! when it is set; otherwise on the origin this browser reached hookbox at, and the page says so.
 
 use crate::components::forward::age;
+use crate::components::live::live_tick;
 use crate::components::{Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
-use crate::model::{Silence, SourceSummary, SourcesPage as Sources};
+use crate::model::{Silence, SourceHealth, SourceSummary, SourcesPage as Sources};
 use leptos::prelude::*;
 
 #[server(endpoint = "sources")]
@@ -38,7 +39,9 @@ fn browser_origin() -> Option<String> {
 
 #[component]
 pub fn SourcesPage() -> impl IntoView {
-    let data = Resource::new(|| (), |_| list_sources());
+    // Live, as the overview is: refetched every few seconds while the tab is visible.
+    let tick = live_tick(|| true);
+    let data = Resource::new(move || tick.get(), |_| list_sources());
     // Known in the browser only: the server cannot tell which address its viewers use.
     let origin = RwSignal::new(None::<String>);
     #[cfg(feature = "hydrate")]
@@ -53,7 +56,9 @@ pub fn SourcesPage() -> impl IntoView {
                 " when it has had no delivery for longer than 3 times its usual gap at this time of day (the longest "
                 "silence in the two hours around this time yesterday and a week ago), at least 15 minutes and at most "
                 "23 hours; 1 hour while it has no such history. This is the rule of the shipped alert "
-                <code>"HookboxSourceSilent"</code> ". Replays are not deliveries from the sender and do not count."
+                <code>"HookboxSourceSilent"</code> ". Replays are not deliveries from the sender and do not count. A source is "
+                <strong>"failing"</strong> " when at least half of its newest deliveries (up to 20, of the last 24 hours) failed, "
+                "and " <strong>"no deliveries yet"</strong> " while the archive holds none from it."
             </p>
             <Loaded resource=data show=move |page: Sources| {
                 if page.sources.is_empty() {
@@ -96,11 +101,23 @@ fn SourceCard(
         None => path.clone(),
     };
     let silent = source.silence.silent;
-    let class = if silent {
-        "source-card silent"
-    } else {
-        "source-card"
+    let health = source.health;
+    let class = match health {
+        SourceHealth::Failing | SourceHealth::Silent => "source-card silent",
+        SourceHealth::NoDeliveriesYet | SourceHealth::Receiving => "source-card",
     };
+    let badge = match health {
+        SourceHealth::Failing | SourceHealth::Silent => "badge badge-failed",
+        SourceHealth::NoDeliveriesYet => "badge",
+        SourceHealth::Receiving => "badge badge-processed",
+    };
+    let recent = (source.recent_of > 0).then(|| {
+        format!(
+            "{} of its last {} failed",
+            source.recent_failed,
+            deliveries(u64::from(source.recent_of))
+        )
+    });
     let forward = if source.forward.is_empty() {
         "nowhere (no forward = [...])".to_string()
     } else {
@@ -120,10 +137,10 @@ fn SourceCard(
         .map_or("unlimited".to_string(), |n| format!("{n} a second"));
     let events = format!("/events?source={}", crate::url::urlencode(&source.name));
     view! {
-        <article class=class data-source=source.name.clone() data-silent=silent.to_string()>
+        <article class=class data-source=source.name.clone() data-silent=silent.to_string() data-health=health.words()>
             <h2>
-                <a href=events>{source.name.clone()}</a>
-                {silent.then(|| view! { <span class="badge badge-failed" data-testid="silent">"silent"</span> })}
+                <a href=events.clone()>{source.name.clone()}</a>
+                " " <span class=badge data-testid="health">{health.words()}</span>
             </h2>
             <dl class="fields">
                 <dt>"Endpoint"</dt>
@@ -145,6 +162,11 @@ fn SourceCard(
                 </dd>
                 <dt>"Last 24 hours"</dt>
                 <dd data-testid="received-24h">{deliveries(source.received_24h)}</dd>
+                <dt>"Recent failures"</dt>
+                <dd data-testid="recent-failures">{match recent {
+                    Some(words) => view! { <a href=format!("{events}&status=failed")>{words}</a> }.into_any(),
+                    None => view! { <span>"no delivery in the last 24 hours"</span> }.into_any(),
+                }}</dd>
                 <dt>"Silence"</dt>
                 <dd class="silence" data-testid="silence">{silence_words(&source.silence, retention)}</dd>
             </dl>
@@ -171,7 +193,9 @@ fn silence_words(s: &Silence, retention: u32) -> String {
         ),
     };
     match (s.silent_secs, s.silent) {
-        (None, _) => format!("Silent: no delivery from it in the archive (kept {retention} days)."),
+        (None, _) => {
+            format!("No deliveries yet: none from it in the archive (kept {retention} days).")
+        }
         (Some(secs), true) => format!(
             "Silent: no delivery for {}, longer than usual at this time of day; {limit}.",
             age(secs)

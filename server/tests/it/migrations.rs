@@ -192,7 +192,7 @@ async fn each_migrations_down_undoes_exactly_its_up(backend: Backend) {
             name.as_str(),
             "m20261201_000009_payload_search"
                 | "m20261203_000014_id_search"
-                | "m20261205_000021_body_doc_not_parallel"
+                | "m20261205_000023_body_doc_not_parallel"
         );
         if backend == Backend::Postgres || !postgres_only {
             assert_ne!(

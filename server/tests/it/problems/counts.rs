@@ -29,6 +29,8 @@ async fn the_overview_and_the_metrics_count_open_problems_and_failures(backend: 
             ("outcome", "reused_revision"),
             ("class", "object revision is already held by another event"),
             ("state", "ignored"),
+            ("confirm", "1"),
+            ("reason", "the shop's test sender reuses revisions"),
         ],
     )
     .await;
@@ -83,5 +85,36 @@ async fn the_overview_and_the_metrics_count_open_problems_and_failures(backend: 
     assert!(
         html.contains("data-testid=\"open-problems\""),
         "{backend:?}: the overview's panel"
+    );
+}
+
+both_backends!(the_overviews_newest_failures_leave_out_resolved_ones);
+async fn the_overviews_newest_failures_leave_out_resolved_ones(backend: Backend) {
+    let app = broken(backend).await;
+    let failed = crm_failures(&app, "n", 3).await;
+    let cookie = signed_in(&app, "olga", Role::Operator).await;
+    let fixed = fixed(&app).await;
+    let (_, resolved) = replay(&fixed, &cookie, failed[1], false).await;
+    assert_eq!(resolved["outcome"], "applied");
+
+    let (status, overview) = call_json(&fixed, &cookie, "overview", &[]).await;
+    let html = super::page(&fixed, &cookie, "/").await;
+
+    assert_eq!(status, StatusCode::OK, "{overview}");
+    let listed: Vec<i64> = overview["newest_failures"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|row| row["id"].as_i64())
+        .collect();
+    assert_eq!(
+        listed,
+        vec![failed[2], failed[0]],
+        "{backend:?}: the one a replay resolved is not listed as needing anyone"
+    );
+    assert!(html.contains("Newest open failures"), "{backend:?}");
+    assert!(
+        !html.contains(&format!("data-id=\"{}\"", failed[1])),
+        "{backend:?}: not on the page either"
     );
 }

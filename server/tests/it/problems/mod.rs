@@ -12,7 +12,8 @@
 //! - `states`: acknowledge, resolve (and reopen), ignore.
 //! - `bulk`: what a bulk replay skips, and its audit entry.
 //! - `replay_guard`: the 409 of a replay that would fail as its original did.
-//! - `counts`: the overview's and the metrics' open problems and failures.
+//! - `counts`: the overview's and the metrics' open problems and failures, its newest open failures.
+//! - `forwarding`: a destination's dead deliveries as problems, resolved by a retry that delivers.
 //!
 //! [`broken`], [`fixed`] and [`crm_failures`] serve the dashboard's replay tests too: a bulk
 //! replay replays only failures whose cause was fixed.
@@ -25,6 +26,7 @@ use std::path::Path;
 
 mod bulk;
 mod counts;
+mod forwarding;
 mod grouping;
 mod replay_guard;
 mod resolution;

@@ -3,7 +3,7 @@
 //! shipped alert, and the index its reads use.
 
 use crate::support::*;
-use app::model::{Role, SourceSummary, SourcesPage};
+use app::model::{Role, SourceHealth, SourceSummary, SourcesPage};
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{ConnectionTrait, Statement, Value};
 
@@ -19,6 +19,19 @@ async fn sources_page(app: &TestApp, cookie: &str) -> SourcesPage {
     assert_eq!(response.status(), 200);
     let text = response.text().await.expect("an answer");
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("a sources page: {e}: {text}"))
+}
+
+/// A page's HTML as a signed-in user gets it.
+async fn page_html(app: &TestApp, cookie: &str, path: &str) -> String {
+    let response = app
+        .client
+        .get(app.url(path))
+        .header("Cookie", cookie)
+        .send()
+        .await
+        .expect("page answers");
+    assert_eq!(response.status(), 200, "{path}");
+    response.text().await.unwrap_or_default()
 }
 
 fn of<'a>(page: &'a SourcesPage, name: &str) -> &'a SourceSummary {
@@ -132,7 +145,19 @@ async fn every_source_is_listed_with_its_endpoint_scheme_and_newest_delivery(bac
     );
     assert_eq!(sw.last_received, None);
     assert_eq!(sw.received_24h, 0);
-    assert!(sw.silence.silent, "never a delivery is silent");
+    assert!(sw.silence.silent, "never a delivery is silent to the alert");
+    assert_eq!(
+        sw.health,
+        SourceHealth::NoDeliveriesYet,
+        "{backend:?}: the page says no deliveries yet, not silent"
+    );
+    assert_eq!(shop.health, SourceHealth::Receiving);
+    assert_eq!((shop.recent_failed, shop.recent_of), (0, 2));
+    let html = page_html(&app, &cookie, "/sources").await;
+    assert!(
+        html.contains(r#"data-health="no deliveries yet""#),
+        "{backend:?}: a neutral card"
+    );
     assert_eq!(page.retention_days, 90);
 }
 
@@ -266,4 +291,40 @@ async fn the_endpoint_is_on_the_configured_public_url(backend: Backend) {
         "the endpoint on the public URL: {html}"
     );
     assert!(!html.contains("No public_url is set"), "{html}");
+}
+
+both_backends!(a_source_whose_recent_deliveries_fail_is_failing_not_receiving);
+async fn a_source_whose_recent_deliveries_fail_is_failing_not_receiving(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let cookie = signed_in(&app, "vera", Role::Viewer).await;
+    // 11 deliveries in a row the endpoint archives as failed (revision 0 is refused): the
+    // sender is heard from, so the silent-source rule says nothing.
+    for n in 0..11 {
+        let answer = app
+            .send(
+                "shop",
+                &event(&format!("bad-{n}"), &format!("o-{n}"), 0, "{}"),
+            )
+            .await;
+        assert_eq!(answer.status, 422, "{answer:?}");
+    }
+    // An hour ago one succeeded: older than the recent ones, it does not make the source well.
+    archived(&app, "shop", Utc::now() - Duration::hours(1), None).await;
+
+    let page = sources_page(&app, &cookie).await;
+    let html = page_html(&app, &cookie, "/sources").await;
+
+    let shop = of(&page, "shop");
+    assert!(!shop.silence.silent, "{backend:?}: it is not silent");
+    assert_eq!(
+        (shop.recent_failed, shop.recent_of),
+        (11, 12),
+        "{backend:?}"
+    );
+    assert_eq!(shop.health, SourceHealth::Failing, "{backend:?}");
+    assert!(html.contains(r#"data-health="failing""#), "{backend:?}");
+    assert!(
+        html.contains("11 of its last 12 deliveries failed"),
+        "{backend:?}: the count on the card"
+    );
 }

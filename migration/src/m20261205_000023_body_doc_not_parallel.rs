@@ -12,7 +12,7 @@ pub struct Migration;
 
 impl MigrationName for Migration {
     fn name(&self) -> &str {
-        "m20261205_000021_body_doc_not_parallel"
+        "m20261205_000023_body_doc_not_parallel"
     }
 }
 
