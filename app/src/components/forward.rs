@@ -97,7 +97,8 @@ pub fn ForwardList(
                                     </details>
                                 </td>
                                 <td data-label="Last answer">{r.last_status_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into())}
-                                    <div class="muted">{r.last_error.clone().unwrap_or_default()}</div></td>
+                                    <div class="muted">{r.last_error.clone().unwrap_or_default()}</div>
+                                    {last_answer(&r).map(|x| view! { <pre class="excerpt" data-testid="last-answer" tabindex="0"><code>{x}</code></pre> })}</td>
                             </tr>
                         }
                     }).collect_view()}
@@ -105,6 +106,24 @@ pub fn ForwardList(
             </table>
         </div>
     }
+}
+
+/// The most of the last attempt's answer a row shows (the attempts list has the whole excerpt,
+/// itself at most 1 KiB).
+const LAST_ANSWER_CHARS: usize = 300;
+
+/// What the destination answered on the row's last attempt, cut to [`LAST_ANSWER_CHARS`]
+/// (escaped as text, like every value on the page); `None` when it said nothing.
+fn last_answer(r: &ForwardRow) -> Option<String> {
+    let excerpt = r.attempt_log.last()?.response_excerpt.as_deref()?.trim();
+    if excerpt.is_empty() {
+        return None;
+    }
+    let mut cut: String = excerpt.chars().take(LAST_ANSWER_CHARS).collect();
+    if cut.len() < excerpt.len() {
+        cut.push('…');
+    }
+    Some(cut)
 }
 
 /// `75` → `1 min 15 s`; `90000` → `1 d 1 h`.

@@ -1,11 +1,13 @@
 //! Data the dashboard's server functions send to the browser. Shared by both halves, so nothing
 //! here may depend on the server-only domain.
 
+mod answer;
 mod charts;
 mod feed;
 mod find;
 mod problems;
 mod sources;
+pub use answer::*;
 pub use charts::*;
 pub use feed::*;
 pub use find::*;
@@ -544,4 +546,6 @@ pub struct RetryResult {
     pub confirmation: String,
     /// The deliveries taken, in words: `orders-app, source shop, status dead`.
     pub scope: String,
+    /// The deliveries counted by their last answer's class, most first.
+    pub by_answer: Vec<AnswerCount>,
 }

@@ -170,7 +170,7 @@ pub async fn retry_dead_forwards(
     let user = guard::require(crate::model::Role::Operator).await?;
     configured_name(&name)?;
     let (actor, address) = actor_of(&user);
-    let (matched, retried) = retry_dead(
+    let done = retry_dead(
         &guard::db()?,
         &name,
         &filter,
@@ -182,15 +182,16 @@ pub async fn retry_dead_forwards(
     )
     .await
     .map_err(retry_failed)?;
-    if retried {
+    if done.retried {
         crate::guard::wake_forwarder();
-        tracing::info!(user = %actor, destination = %name, retried = matched, "dead forward deliveries retried");
+        tracing::info!(user = %actor, destination = %name, retried = done.matched, "dead forward deliveries retried");
     }
     Ok(RetryResult {
-        matched,
-        retried,
-        confirmation: format!("retry {matched}"),
+        matched: done.matched,
+        retried: done.retried,
+        confirmation: format!("retry {}", done.matched),
         scope: retry_scope(&name, &filter),
+        by_answer: done.by_answer,
     })
 }
 
@@ -569,8 +570,25 @@ fn DestinationBody(
 /// result.
 type BulkRetry = BulkAction<ForwardFilter, RetryResult>;
 
-/// A bulk retry's answer in the confirmation panel's words.
+/// A bulk retry's answer in the confirmation panel's words: the count broken down by last
+/// answer, refusals (which a retry most likely meets again) named first.
 fn said_of_retry(r: &RetryResult) -> Said {
+    let breakdown: Vec<String> = r
+        .by_answer
+        .iter()
+        .map(|a| format!("{} {}", a.count, a.class.words()))
+        .collect();
+    let refused = r
+        .by_answer
+        .iter()
+        .find(|a| a.class == crate::model::AnswerClass::Refused)
+        .map(|a| format!(" The {} refused ones will most likely be refused again: read their answers first.", a.count))
+        .unwrap_or_default();
+    let after_scope = if breakdown.is_empty() {
+        ".".to_string()
+    } else {
+        format!(". By last answer: {}.{refused}", breakdown.join(", "))
+    };
     Said {
         done: r.retried,
         matched: r.matched,
@@ -578,7 +596,7 @@ fn said_of_retry(r: &RetryResult) -> Said {
         scope: r.scope.clone(),
         done_text: format!("Retried {} dead deliveries of {}.", r.matched, r.scope),
         noun: "dead deliveries".into(),
-        after_scope: ".".into(),
+        after_scope,
         confirm_label: "to retry them".into(),
         button: format!("Retry {} dead deliveries", r.matched),
     }

@@ -9,7 +9,7 @@ mod deliveries;
 pub mod resend;
 pub mod series;
 
-pub use actions::{Actor, RetryError, retry_dead, retry_one, retry_scope, set_paused};
+pub use actions::{Actor, Retried, RetryError, retry_dead, retry_one, retry_scope, set_paused};
 pub use deliveries::{deliveries, produced_by};
 
 use super::Db;
