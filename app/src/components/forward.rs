@@ -14,13 +14,14 @@ pub type RetryAction = Action<(String, i64), Result<(), DashboardError>>;
 pub type ResendAction = Action<(String, i64), Result<i64, DashboardError>>;
 
 /// Forward deliveries with their attempts; with a retry action, dead ones get a button, and
-/// with a re-send action delivered ones get one (behind a second click). `opened` keeps which
+/// with a re-send action delivered ones get one (behind a second click); each acts on the row's
+/// own destination. `opened` keeps which
 /// attempt lists are open across reloads of a live page.
 #[component]
 pub fn ForwardList(
     rows: Vec<ForwardRow>,
     can_act: bool,
-    retry: Option<(String, RetryAction)>,
+    retry: Option<RetryAction>,
     #[prop(optional)] resend: Option<ResendAction>,
     #[prop(optional)] opened: Option<RwSignal<Vec<i64>>>,
 ) -> impl IntoView {
@@ -47,12 +48,12 @@ pub fn ForwardList(
                             (ForwardStatus::Pending, None) => view! { <span>"next " <LocalTime utc=r.next_attempt_at.clone()/></span> }.into_any(),
                             _ => view! { <span>"created " <LocalTime utc=r.created_at.clone()/></span> }.into_any(),
                         };
-                        let retry_button = retry.clone().filter(|_| can_act && r.status == ForwardStatus::Dead).map(|(name, action)| {
-                            let id = r.id;
+                        let retry_button = retry.filter(|_| can_act && r.status == ForwardStatus::Dead).map(|action| {
+                            let (id, name) = (r.id, r.destination.clone());
                             view! { <button type="button" class="small" data-testid="retry" on:click=move |_| { action.dispatch((name.clone(), id)); }>"Retry"</button> }
                         });
-                        let resend_button = retry.clone().zip(resend).filter(|_| can_act && r.status == ForwardStatus::Delivered).map(|((name, _), action)| {
-                            let id = r.id;
+                        let resend_button = resend.filter(|_| can_act && r.status == ForwardStatus::Delivered).map(|action| {
+                            let (id, name) = (r.id, r.destination.clone());
                             view! {
                                 <details class="resend" data-testid="resend">
                                     <summary>"Re-send"</summary>

@@ -7,6 +7,9 @@
 use crate::components::chart::AttemptCharts;
 use crate::components::confirm::{BulkAction, ConfirmPanel, Said};
 use crate::components::forward::{ForwardList, ResendAction, ResendSincePanel, RetryAction, age};
+#[cfg(feature = "ssr")]
+use crate::components::forward_actions::{actor_of, configured_name, retry_failed};
+use crate::components::forward_actions::{resend_forward, retry_forward};
 use crate::components::live::live_tick;
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
@@ -47,21 +50,6 @@ async fn summary_of(db: &crate::db::Db, name: &str) -> Result<DestinationSummary
         })
 }
 
-/// A configured destination's name, or 404: only those are paused or retried.
-#[cfg(feature = "ssr")]
-fn configured_name(name: &str) -> Result<(), DashboardError> {
-    if crate::guard::configured_destinations()?
-        .iter()
-        .any(|(n, _)| n == name)
-    {
-        Ok(())
-    } else {
-        Err(crate::guard::fail(DashboardError::NotFound(format!(
-            "there is no configured destination {name:?}"
-        ))))
-    }
-}
-
 #[server(endpoint = "destination")]
 pub async fn get_destination(
     name: String,
@@ -91,11 +79,6 @@ pub async fn get_destination(
     })
 }
 
-#[cfg(feature = "ssr")]
-fn actor_of(user: &crate::auth::User) -> (String, String) {
-    (user.name.clone(), crate::guard::client_address())
-}
-
 /// Pauses (`paused = true`) or resumes a destination; answers whether it changed.
 #[server(endpoint = "pause_destination")]
 pub async fn pause_destination(name: String, paused: bool) -> Result<bool, DashboardError> {
@@ -120,39 +103,6 @@ pub async fn pause_destination(name: String, paused: bool) -> Result<bool, Dashb
     }
     tracing::info!(user = %actor, destination = %name, paused, changed, "destination paused or resumed");
     Ok(changed)
-}
-
-#[cfg(feature = "ssr")]
-fn retry_failed(error: crate::db::destinations::RetryError) -> DashboardError {
-    use crate::db::destinations::RetryError;
-    match error {
-        RetryError::Refused(reason) => crate::guard::bad_request(reason),
-        RetryError::Query(e) => crate::guard::query_failed(e),
-    }
-}
-
-/// Makes one dead delivery due now, its retry schedule started again.
-#[server(endpoint = "retry_forward")]
-pub async fn retry_forward(name: String, id: i64) -> Result<(), DashboardError> {
-    use crate::db::destinations::{Actor, retry_one};
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
-    let (actor, address) = actor_of(&user);
-    retry_one(
-        &guard::db()?,
-        &name,
-        id,
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
-    )
-    .await
-    .map_err(retry_failed)?;
-    crate::guard::wake_forwarder();
-    tracing::info!(user = %actor, destination = %name, delivery = id, "dead forward delivery retried");
-    Ok(())
 }
 
 /// Counts the dead deliveries of the filter; with the typed confirmation (`retry N`), retries
@@ -210,30 +160,6 @@ pub async fn get_destination_series(name: String) -> Result<DestinationSeries, D
     )
     .await
     .map_err(|e| guard::unavailable(&e))
-}
-
-/// Sends one delivered delivery again, as a new forward delivery; answers its id.
-#[server(endpoint = "resend_forward")]
-pub async fn resend_forward(name: String, id: i64) -> Result<i64, DashboardError> {
-    use crate::db::destinations::{Actor, resend::resend_one};
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
-    let (actor, address) = actor_of(&user);
-    let created = resend_one(
-        &guard::db()?,
-        &name,
-        id,
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
-    )
-    .await
-    .map_err(retry_failed)?;
-    crate::guard::wake_forwarder();
-    tracing::info!(user = %actor, destination = %name, delivery = id, created, "forward delivery re-sent");
-    Ok(created)
 }
 
 /// Counts the deliveries of the destination delivered since `since` (a time in the viewer's
@@ -541,7 +467,7 @@ fn DestinationBody(
     } else {
         let acting = p.can_act && s.url.is_some();
         view! {
-            <ForwardList rows=p.rows.clone() can_act=acting retry=acting.then(|| (name.clone(), retry))
+            <ForwardList rows=p.rows.clone() can_act=acting retry=acting.then_some(retry)
                 resend opened/>
         }.into_any()
     };
