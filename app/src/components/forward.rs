@@ -27,7 +27,7 @@ pub fn ForwardList(
 ) -> impl IntoView {
     view! {
         <div class="table-wrap">
-            <table class="data" data-testid="forward-table">
+            <table class="data forward" data-testid="forward-table">
                 <thead><tr>
                     <th scope="col">"Delivery"</th>
                     <th scope="col">"Status"</th>

@@ -238,6 +238,10 @@ pub struct EventDetail {
     pub forwarded: Vec<ForwardRow>,
     /// Whether the object has a history page.
     pub has_object: bool,
+    /// For a delivery refused because another event holds its object revision: that event's id
+    /// and the archive id of its first delivery (when still archived), for a link.
+    #[serde(default)]
+    pub revision_holder: Option<(String, Option<i64>)>,
     pub can_replay: bool,
 }
 

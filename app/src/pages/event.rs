@@ -165,7 +165,18 @@ pub async fn get_event(
     let forwarded = crate::db::destinations::produced_by(&db, &[id])
         .await
         .map_err(|e| guard::unavailable(&e))?;
+    let revision_holder = match (&stored.row.object_id, stored.row.revision) {
+        (Some(object_id), Some(revision))
+            if stored.row.outcome == crate::model::OutcomeKind::ReusedRevision =>
+        {
+            crate::db::events::revision_holder(&db, &stored.row.source, object_id, revision)
+                .await
+                .map_err(|e| guard::unavailable(&e))?
+        }
+        _ => None,
+    };
     Ok(EventDetail {
+        revision_holder,
         forwarded,
         searchable,
         curl,
@@ -400,6 +411,13 @@ fn EventBody(
                 <dt>"Status"</dt><dd>{e.status.as_str()}</dd>
                 <dt>"Outcome"</dt><dd>{e.outcome.as_str()}</dd>
                 <dt>"Error"</dt><dd data-testid="error-message">{e.error_message.clone().unwrap_or_else(|| "—".into())}</dd>
+                {d.revision_holder.clone().map(|(holder, archive)| {
+                    let href = match archive {
+                        Some(archive) => format!("/events/{archive}"),
+                        None => format!("/events?source={}&event_id={}", urlencode(&e.source), urlencode(&holder)),
+                    };
+                    view! { <dt>"Revision held by"</dt><dd><a href=href class="mono" data-testid="revision-holder">{holder}</a></dd> }
+                })}
                 <dt>"Received"</dt><dd><LocalTime utc=e.received_at.clone()/></dd>
                 {e.replay_of.map(|original| view! {
                     <dt>"Replay of"</dt><dd><a href=format!("/events/{original}")>"delivery " {original}</a> " by " {e.replayed_by.clone()}</dd>
