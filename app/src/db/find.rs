@@ -262,11 +262,9 @@ fn body_rows(
             (None, Some(event_id)) => Key::Event(row.source.clone(), event_id.clone()),
             (None, None) => Key::Delivery(row.source.clone(), row.id),
         };
-        // A part of a value is not said of what a whole value already found.
-        let whole = found.keys.iter().any(|(k, m)| {
-            *k == key && m.iter().any(|m| m.field == MatchField::Body)
-        });
-        if how.how == MatchHow::Value || !whole {
+        // A part of a value is said only of what nothing else found (an id, a whole value).
+        let known = found.keys.iter().any(|(k, _)| *k == key);
+        if how.how == MatchHow::Value || !known {
             found.add(key.clone(), how);
         }
         if !found.rows.iter().any(|(k, _)| *k == key) {
