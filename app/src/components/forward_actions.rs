@@ -80,4 +80,3 @@ pub async fn resend_forward(name: String, id: i64) -> Result<i64, DashboardError
     tracing::info!(user = %actor, destination = %name, delivery = id, created, "forward delivery re-sent");
     Ok(created)
 }
-

@@ -428,7 +428,10 @@ mod tests {
     fn a_part_is_found_whatever_its_case_and_a_hash_is_kept() {
         assert_eq!(part_regex("müll"), "[mM][üÜ][lL][lL]");
         assert_eq!(part_regex("#10.2"), "\\#10\\.2");
-        assert_eq!(part_glob("Straße*?[1]"), "*[Ss][tT][rR][aA]ß[eE][*][?][[]1]*");
+        assert_eq!(
+            part_glob("Straße*?[1]"),
+            "*[Ss][tT][rR][aA]ß[eE][*][?][[]1]*"
+        );
         let hash = AnyValue::of("#1041");
         assert_eq!(hash.strings, ["#1041", "1041"]);
         assert_eq!(hash.number.map(|n| n.to_string()).as_deref(), Some("1041"));

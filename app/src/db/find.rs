@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 mod details;
 mod ids;
 pub(crate) use details::accepted_counts;
+use details::{newest_deliveries, object_states};
 pub use ids::like_literal;
 use ids::{exact_in_archive, indexed_ids, scanned_ids};
-use details::{newest_deliveries, object_states};
 
 /// The longest search accepted, in bytes (after trimming); a longer one is a 400 naming it.
 pub const MAX_QUERY_BYTES: usize = 200;

@@ -469,7 +469,8 @@ fn DestinationBody(
         view! {
             <ForwardList rows=p.rows.clone() can_act=acting retry=acting.then_some(retry)
                 resend opened/>
-        }.into_any()
+        }
+        .into_any()
     };
     view! {
         <section class="panel">
@@ -508,7 +509,12 @@ fn said_of_retry(r: &RetryResult) -> Said {
         .by_answer
         .iter()
         .find(|a| a.class == crate::model::AnswerClass::Refused)
-        .map(|a| format!(" The {} refused ones will most likely be refused again: read their answers first.", a.count))
+        .map(|a| {
+            format!(
+                " The {} refused ones will most likely be refused again: read their answers first.",
+                a.count
+            )
+        })
         .unwrap_or_default();
     let after_scope = if breakdown.is_empty() {
         ".".to_string()

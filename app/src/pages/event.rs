@@ -361,9 +361,11 @@ fn EventBody(
     // The bytes as received and the curl command: fetched when first used, so the page carries
     // the body once (the shown, possibly cut, layout); `true` copies the curl command.
     let id = e.id;
-    let given = d.raw_body.clone().zip(d.curl.clone()).map(|(raw_body, curl)| {
-        crate::model::EventSource { raw_body, curl }
-    });
+    let given = d
+        .raw_body
+        .clone()
+        .zip(d.curl.clone())
+        .map(|(raw_body, curl)| crate::model::EventSource { raw_body, curl });
     let source = Action::new(move |curl: &bool| {
         let (curl, given) = (*curl, given.clone());
         async move {
@@ -377,7 +379,11 @@ fn EventBody(
                     let text = if curl { &_s.curl } else { &_s.raw_body };
                     let _ = window.navigator().clipboard().write_text(text);
                 }
-                if curl { curl_copied.set(true) } else { copied.set(true) }
+                if curl {
+                    curl_copied.set(true)
+                } else {
+                    copied.set(true)
+                }
             }
             source
         }
@@ -389,13 +395,7 @@ fn EventBody(
     let copy_curl = move |_| {
         source.dispatch(true);
     };
-    let curl_shown = move || {
-        source
-            .value()
-            .get()
-            .and_then(Result::ok)
-            .map(|s| s.curl)
-    };
+    let curl_shown = move || source.value().get().and_then(Result::ok).map(|s| s.curl);
     view! {
         <h1>"Delivery " {e.id} " " <StatusBadge status=e.status outcome=e.outcome/></h1>
         <section class="panel">

@@ -120,7 +120,12 @@ pub(super) fn scanned_ids(q: &str, floor: Option<i64>, shown: usize) -> Vec<Stat
 
 /// Whole archive rows whose object or event id is `q` as typed, in lower case or in upper case,
 /// through the archive's indexes (deliveries never accepted, past SQLite's scan).
-pub(super) fn exact_in_archive(backend: DatabaseBackend, q: &str, lower: &str, shown: usize) -> Statement {
+pub(super) fn exact_in_archive(
+    backend: DatabaseBackend,
+    q: &str,
+    lower: &str,
+    shown: usize,
+) -> Statement {
     let mut spellings = vec![q.to_string(), lower.to_string(), q.to_uppercase()];
     spellings.dedup();
     spellings.sort();

@@ -437,7 +437,9 @@ async fn the_event_page_lists_the_forward_deliveries_a_delivery_produced(backend
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
-both_backends!(a_refused_delivery_is_dead_sooner_shows_the_answer_and_a_bulk_retry_counts_by_answer);
+both_backends!(
+    a_refused_delivery_is_dead_sooner_shows_the_answer_and_a_bulk_retry_counts_by_answer
+);
 async fn a_refused_delivery_is_dead_sooner_shows_the_answer_and_a_bulk_retry_counts_by_answer(
     backend: Backend,
 ) {
@@ -474,14 +476,22 @@ async fn a_refused_delivery_is_dead_sooner_shows_the_answer_and_a_bulk_retry_cou
     assert_eq!(receiver.got().len(), 3 + 6);
 
     // The dead rows show what the application answered, as text.
-    let (status, html) = page(&app, Some(&operator), "/destinations/orders-app?status=dead").await;
+    let (status, html) = page(
+        &app,
+        Some(&operator),
+        "/destinations/orders-app?status=dead",
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         html.matches("data-testid=\"last-answer\"").count(),
         2,
         "{html}"
     );
-    assert!(html.contains("the application&#x27;s answer") || html.contains("the application's answer"), "{html}");
+    assert!(
+        html.contains("the application&#x27;s answer") || html.contains("the application's answer"),
+        "{html}"
+    );
 
     // The bulk retry's count breaks the selection down by answer, refusals named.
     let (status, body) = call(

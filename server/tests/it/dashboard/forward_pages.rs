@@ -154,7 +154,9 @@ async fn the_source_filter_offers_the_sources_and_a_conflict_links_its_holder(ba
             .outcome(),
         "applied"
     );
-    let refused = app.send("shop", &event("other", "order-1", 1, r#"{"b":1}"#)).await;
+    let refused = app
+        .send("shop", &event("other", "order-1", 1, r#"{"b":1}"#))
+        .await;
     assert_eq!(refused.status, 409, "{refused:?}");
     let holder = scalar(
         &app.db,
@@ -172,13 +174,20 @@ async fn the_source_filter_offers_the_sources_and_a_conflict_links_its_holder(ba
     .unwrap();
 
     let (_, html) = page(&app, Some(&viewer), &format!("/events/{conflict}")).await;
-    let link = tag_with(&html, "a", &["data-testid=\"revision-holder\""]).unwrap_or_else(|| panic!("{html}"));
-    assert!(link.contains(&format!("href=\"/events/{holder}\"")), "{link}");
+    let link = tag_with(&html, "a", &["data-testid=\"revision-holder\""])
+        .unwrap_or_else(|| panic!("{html}"));
+    assert!(
+        link.contains(&format!("href=\"/events/{holder}\"")),
+        "{link}"
+    );
 
     // The source filter: a select of the configured sources, the URL's one chosen.
     let (status, html) = page(&app, Some(&viewer), "/events?source=sw").await;
     assert_eq!(status, StatusCode::OK);
-    assert!(tag_with(&html, "select", &["name=\"source\""]).is_some(), "{html}");
+    assert!(
+        tag_with(&html, "select", &["name=\"source\""]).is_some(),
+        "{html}"
+    );
     for name in ["shop", "sw", "gh", "limited"] {
         assert!(
             html.contains(&format!("<option value=\"{name}\"")),

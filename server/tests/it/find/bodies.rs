@@ -108,7 +108,15 @@ async fn what_customers_quote_is_found_with_its_hash_inside_other_sources_and_in
     .await;
     // Stripe payments of order 10231, another source: its number in the metadata, or quoted
     // inside a text.
-    applied(&app, "sw", "p1", "pi_3Nq", 1, r##"{"metadata":{"order_id":"10231"}}"##).await;
+    applied(
+        &app,
+        "sw",
+        "p1",
+        "pi_3Nq",
+        1,
+        r##"{"metadata":{"order_id":"10231"}}"##,
+    )
+    .await;
     applied(
         &app,
         "sw",
@@ -118,19 +126,39 @@ async fn what_customers_quote_is_found_with_its_hash_inside_other_sources_and_in
         r##"{"description":"Shopify order #10231 (2 items)"}"##,
     )
     .await;
-    applied(&app, "sw", "p3", "pi_3Ns", 1, r##"{"description":"order 110231"}"##).await;
+    applied(
+        &app,
+        "sw",
+        "p3",
+        "pi_3Ns",
+        1,
+        r##"{"description":"order 110231"}"##,
+    )
+    .await;
 
     let found = find(&app, &cookie, "#1041").await.unwrap();
     assert_eq!(found["q"], "#1041");
-    assert_eq!(objects(&found), ["shop/gid_820982911946154508"], "{backend:?}: {found}");
-    assert_eq!(matched(object(&found, "shop/gid_820982911946154508")), ["Body Value"]);
+    assert_eq!(
+        objects(&found),
+        ["shop/gid_820982911946154508"],
+        "{backend:?}: {found}"
+    );
+    assert_eq!(
+        matched(object(&found, "shop/gid_820982911946154508")),
+        ["Body Value"]
+    );
 
     let found = find(&app, &cookie, "10231").await.unwrap();
     let mut keys = objects(&found);
     keys.sort();
     assert_eq!(
         keys,
-        ["shop/gid_820982911946154999", "sw/pi_3Nq", "sw/pi_3Nr", "sw/pi_3Ns"],
+        [
+            "shop/gid_820982911946154999",
+            "sw/pi_3Nq",
+            "sw/pi_3Nr",
+            "sw/pi_3Ns"
+        ],
         "{backend:?}: {found}"
     );
     assert_eq!(matched(object(&found, "sw/pi_3Nq")), ["Body Value"]);
@@ -152,7 +180,10 @@ async fn what_customers_quote_is_found_with_its_hash_inside_other_sources_and_in
             ["shop/gid_820982911946154508"],
             "{backend:?} {typed}: {found}"
         );
-        assert_eq!(matched(object(&found, "shop/gid_820982911946154508")), ["Body Part"]);
+        assert_eq!(
+            matched(object(&found, "shop/gid_820982911946154508")),
+            ["Body Part"]
+        );
     }
     // Too short to look inside texts: whole values only.
     let found = find(&app, &cookie, "mü").await.unwrap();
