@@ -78,6 +78,10 @@ fn base_url() -> String {
     format!("http://{host}")
 }
 
+/// Header (name, value) pairs.
+#[cfg(feature = "ssr")]
+type Headers = Vec<(String, String)>;
+
 /// The headers of a stored delivery `user` may see, and the ones a re-send repeats; classified
 /// now, whatever the archive kept: a row written before the classification may hold a
 /// credential.
@@ -85,7 +89,7 @@ fn base_url() -> String {
 fn headers_of(
     stored: &crate::db::events::StoredDelivery,
     user: &crate::auth::User,
-) -> Result<(Vec<(String, String)>, Vec<(String, String)>), DashboardError> {
+) -> Result<(Headers, Headers), DashboardError> {
     let config = crate::guard::config()?;
     let shown = crate::headers::shown_headers(
         &stored.headers_json,
