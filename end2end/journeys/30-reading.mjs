@@ -197,9 +197,9 @@ export default function ({ test, assert, base, bin, env, signIn, hydrated, shots
       // `/` focuses the search box, but types a slash in a field.
       await page.keyboard.press('/');
       assert.equal(await page.evaluate(() => document.activeElement?.id), 'top-search-q');
-      await page.locator('form.filters input[name=source]').focus();
+      await page.locator('form.filters input[name=q]').focus();
       await page.keyboard.press('/');
-      assert.equal(await page.locator('form.filters input[name=source]').inputValue(), '/');
+      assert.equal(await page.locator('form.filters input[name=q]').inputValue(), '/');
       assert.deepEqual(errors, [], 'no script errors');
     } finally {
       await context.close();

@@ -14,19 +14,20 @@ pub type RetryAction = Action<(String, i64), Result<(), DashboardError>>;
 pub type ResendAction = Action<(String, i64), Result<i64, DashboardError>>;
 
 /// Forward deliveries with their attempts; with a retry action, dead ones get a button, and
-/// with a re-send action delivered ones get one (behind a second click). `opened` keeps which
+/// with a re-send action delivered ones get one (behind a second click); each acts on the row's
+/// own destination. `opened` keeps which
 /// attempt lists are open across reloads of a live page.
 #[component]
 pub fn ForwardList(
     rows: Vec<ForwardRow>,
     can_act: bool,
-    retry: Option<(String, RetryAction)>,
+    retry: Option<RetryAction>,
     #[prop(optional)] resend: Option<ResendAction>,
     #[prop(optional)] opened: Option<RwSignal<Vec<i64>>>,
 ) -> impl IntoView {
     view! {
         <div class="table-wrap">
-            <table class="data" data-testid="forward-table">
+            <table class="data forward" data-testid="forward-table">
                 <thead><tr>
                     <th scope="col">"Delivery"</th>
                     <th scope="col">"Status"</th>
@@ -47,12 +48,12 @@ pub fn ForwardList(
                             (ForwardStatus::Pending, None) => view! { <span>"next " <LocalTime utc=r.next_attempt_at.clone()/></span> }.into_any(),
                             _ => view! { <span>"created " <LocalTime utc=r.created_at.clone()/></span> }.into_any(),
                         };
-                        let retry_button = retry.clone().filter(|_| can_act && r.status == ForwardStatus::Dead).map(|(name, action)| {
-                            let id = r.id;
+                        let retry_button = retry.filter(|_| can_act && r.status == ForwardStatus::Dead).map(|action| {
+                            let (id, name) = (r.id, r.destination.clone());
                             view! { <button type="button" class="small" data-testid="retry" on:click=move |_| { action.dispatch((name.clone(), id)); }>"Retry"</button> }
                         });
-                        let resend_button = retry.clone().zip(resend).filter(|_| can_act && r.status == ForwardStatus::Delivered).map(|((name, _), action)| {
-                            let id = r.id;
+                        let resend_button = resend.filter(|_| can_act && r.status == ForwardStatus::Delivered).map(|action| {
+                            let (id, name) = (r.id, r.destination.clone());
                             view! {
                                 <details class="resend" data-testid="resend">
                                     <summary>"Re-send"</summary>
@@ -97,7 +98,8 @@ pub fn ForwardList(
                                     </details>
                                 </td>
                                 <td data-label="Last answer">{r.last_status_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into())}
-                                    <div class="muted">{r.last_error.clone().unwrap_or_default()}</div></td>
+                                    <div class="muted">{r.last_error.clone().unwrap_or_default()}</div>
+                                    {last_answer(&r).map(|x| view! { <pre class="excerpt" data-testid="last-answer" tabindex="0"><code>{x}</code></pre> })}</td>
                             </tr>
                         }
                     }).collect_view()}
@@ -105,6 +107,24 @@ pub fn ForwardList(
             </table>
         </div>
     }
+}
+
+/// The most of the last attempt's answer a row shows (the attempts list has the whole excerpt,
+/// itself at most 1 KiB).
+const LAST_ANSWER_CHARS: usize = 300;
+
+/// What the destination answered on the row's last attempt, cut to [`LAST_ANSWER_CHARS`]
+/// (escaped as text, like every value on the page); `None` when it said nothing.
+fn last_answer(r: &ForwardRow) -> Option<String> {
+    let excerpt = r.attempt_log.last()?.response_excerpt.as_deref()?.trim();
+    if excerpt.is_empty() {
+        return None;
+    }
+    let mut cut: String = excerpt.chars().take(LAST_ANSWER_CHARS).collect();
+    if cut.len() < excerpt.len() {
+        cut.push('…');
+    }
+    Some(cut)
 }
 
 /// `75` → `1 min 15 s`; `90000` → `1 d 1 h`.

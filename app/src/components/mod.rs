@@ -7,6 +7,7 @@ pub mod chart;
 pub mod confirm;
 pub mod cut;
 pub mod forward;
+pub mod forward_actions;
 pub mod live;
 pub mod query;
 pub mod zone;

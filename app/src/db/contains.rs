@@ -144,7 +144,7 @@ fn sqlite_contains(c: &mut Conditions, row: &str, value: &Json, aliases: &mut us
 
 /// What the top bar's search looks for anywhere in a body ([`push_value_anywhere`]): what was
 /// typed, also in lower case, and the JSON number it spells (`10231` finds `"10231"` and `10231`).
-/// Whole values only: `10231` does not find `"ord_10231"`.
+/// Whole values; a part of a text value is [`push_part_anywhere`]'s.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnyValue {
     pub strings: Vec<String>,
@@ -152,17 +152,123 @@ pub struct AnyValue {
 }
 
 impl AnyValue {
+    /// What `text` finds whole: itself and its lower case; typed with a leading `#` (`#1041`, a
+    /// Shopify order's name), also without it (`1041`, the order number other sources quote), and
+    /// the number that spells.
     pub fn of(text: &str) -> AnyValue {
-        let mut strings = vec![text.to_string()];
-        let lower = text.to_lowercase();
-        if lower != text {
-            strings.push(lower);
+        let bare = text.strip_prefix('#').map(str::trim).unwrap_or(text);
+        let mut strings: Vec<String> = Vec::new();
+        for spelling in [text, bare] {
+            for s in [spelling.to_string(), spelling.to_lowercase()] {
+                if !s.is_empty() && !strings.contains(&s) {
+                    strings.push(s);
+                }
+            }
         }
-        let number = serde_json::from_str::<serde_json::Number>(text)
+        let number = serde_json::from_str::<serde_json::Number>(bare)
             .ok()
-            .filter(|_| text.len() <= 40);
+            .filter(|_| bare.len() <= 40);
         AnyValue { strings, number }
     }
+}
+
+/// The fewest characters a search needs before it also looks for them inside text values
+/// ([`push_part_anywhere`]): shorter ones would match nearly every body.
+pub const PART_MIN_CHARS: usize = 3;
+
+/// The spellings of one character whatever its case: itself, its lower and upper case (each when
+/// it is one character; `ß` upper-cases to `SS`, which is left out).
+fn case_variants(c: char) -> Vec<char> {
+    fn one(spelled: impl Iterator<Item = char>) -> Option<char> {
+        let mut it = spelled;
+        match (it.next(), it.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    }
+    let upper = one(c.to_uppercase());
+    let candidates = [
+        one(c.to_lowercase()),
+        upper,
+        upper.and_then(|u| one(u.to_lowercase())),
+    ];
+    let mut out = vec![c];
+    for v in candidates.into_iter().flatten() {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// `text` as a PostgreSQL regular expression (the jsonpath `like_regex`'s) that finds it inside a
+/// value whatever the case, Unicode included, and whatever the database's locale: each letter a
+/// bracket of its spellings (`müll` → `[mM][üÜ][lL][lL]`), every other character but letters and
+/// digits escaped.
+pub fn part_regex(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        let variants = case_variants(c);
+        if variants.len() > 1 {
+            out.push('[');
+            out.extend(variants);
+            out.push(']');
+        } else if c.is_alphanumeric() {
+            out.push(c);
+        } else {
+            out.push('\\');
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` as a SQLite `GLOB` pattern that finds it inside a value whatever the case: each letter
+/// a bracket of its spellings, `*`, `?` and `[` taken literally, `*` on both sides.
+pub fn part_glob(text: &str) -> String {
+    let mut out = String::from("*");
+    for c in text.chars() {
+        let variants = case_variants(c);
+        if variants.len() > 1 {
+            out.push('[');
+            out.extend(variants);
+            out.push(']');
+        } else if matches!(c, '*' | '?' | '[') {
+            out.push('[');
+            out.push(c);
+            out.push(']');
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('*');
+    out
+}
+
+/// Adds the condition "some text value in the body, at any depth, holds `text`, whatever the
+/// case": on PostgreSQL a JSON path `like_regex` ([`part_regex`]) evaluated on each body (no
+/// index serves a part of a value: the caller bounds the rows read); on SQLite `json_tree` and
+/// `GLOB` ([`part_glob`]). A body that is not JSON holds nothing.
+pub(crate) fn push_part_anywhere(c: &mut Conditions, backend: DatabaseBackend, text: &str) {
+    // Two algorithms, not a spelling: a JSON path, or `json_tree` over each body.
+    if backend == DatabaseBackend::Postgres {
+        let path = c.placeholder(format!(
+            "$.** ? (@ like_regex {})",
+            Json::String(part_regex(text))
+        ));
+        // The function, not `@?`: the GIN index cannot serve a regular expression, and the
+        // planner must walk the newest rows instead.
+        c.push_built(format!(
+            "jsonb_path_exists(hookbox_body_doc(body, body_fields), CAST({path} AS jsonpath))"
+        ));
+        return;
+    }
+    let p = c.placeholder(part_glob(text));
+    c.push_built(format!(
+        "(CASE WHEN json_valid(COALESCE(body_fields, CAST(body AS TEXT)))
+               THEN EXISTS (SELECT 1 FROM json_tree(COALESCE(body_fields, CAST(body AS TEXT))) AS v WHERE v.type = 'text' AND v.atom GLOB {p})
+               ELSE 0 END)"
+    ));
 }
 
 /// Adds the condition "some value in the body, at any depth (inside objects and arrays), equals
@@ -316,6 +422,19 @@ mod tests {
             c.values,
             [sea_orm::Value::from(r#"$.** ? (@ == "a\"b")"#.to_string())]
         );
+    }
+
+    #[test]
+    fn a_part_is_found_whatever_its_case_and_a_hash_is_kept() {
+        assert_eq!(part_regex("müll"), "[mM][üÜ][lL][lL]");
+        assert_eq!(part_regex("#10.2"), "\\#10\\.2");
+        assert_eq!(
+            part_glob("Straße*?[1]"),
+            "*[Ss][tT][rR][aA]ß[eE][*][?][[]1]*"
+        );
+        let hash = AnyValue::of("#1041");
+        assert_eq!(hash.strings, ["#1041", "1041"]);
+        assert_eq!(hash.number.map(|n| n.to_string()).as_deref(), Some("1041"));
     }
 
     #[test]

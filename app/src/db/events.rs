@@ -292,6 +292,28 @@ pub async fn stored_delivery_on<C: ConnectionTrait>(
     .transpose()
 }
 
+/// The event the inbox holds an object's revision under (what a `reused_revision` delivery met),
+/// and the archive id of its first delivery when the archive still has one.
+pub async fn revision_holder(
+    db: &Db,
+    source: &str,
+    object_id: &str,
+    revision: i64,
+) -> Result<Option<(String, Option<i64>)>, DbErr> {
+    let row = db
+        .conn
+        .query_one_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "SELECT i.event_id AS event_id,
+                    (SELECT min(e.id) FROM webhook_events e WHERE e.source = i.source AND e.event_id = i.event_id) AS archive_id
+             FROM webhook_inbox i WHERE i.source = $1 AND i.object_id = $2 AND i.revision = $3 LIMIT 1",
+            vec![source.into(), object_id.into(), revision.into()],
+        ))
+        .await?;
+    row.map(|r| Ok((r.try_get("", "event_id")?, r.try_get("", "archive_id")?)))
+        .transpose()
+}
+
 /// Every delivery of one event (retries, replays), oldest first.
 pub async fn deliveries_of(db: &Db, source: &str, event_id: &str) -> Result<Vec<EventRow>, DbErr> {
     let sql = format!(

@@ -15,16 +15,19 @@
 
 use super::Db;
 use super::conditions::{Conditions, QueryError};
-use super::contains::{AnyValue, push_value_anywhere};
+use super::contains::{AnyValue, PART_MIN_CHARS, push_part_anywhere, push_value_anywhere};
 use super::events::{EVENT_COLUMNS, event_row};
 use super::search::{SearchError, query_within};
 use crate::model::{EventRow, FindResult, FoundEvent, FoundObject, Match, MatchField, MatchHow};
-use sea_orm::{DatabaseBackend, DbErr, QueryResult, Statement, Value};
+use sea_orm::{DatabaseBackend, DbErr, QueryResult, Statement};
 use std::time::{Duration, Instant};
 
 mod details;
+mod ids;
 pub(crate) use details::accepted_counts;
 use details::{newest_deliveries, object_states};
+pub use ids::like_literal;
+use ids::{exact_in_archive, indexed_ids, scanned_ids};
 
 /// The longest search accepted, in bytes (after trimming); a longer one is a 400 naming it.
 pub const MAX_QUERY_BYTES: usize = 200;
@@ -53,7 +56,8 @@ impl Default for Limits {
     }
 }
 
-/// What was typed, as searched: trimmed, a leading `#` taken off; `None` when nothing is left.
+/// What was typed, as searched: trimmed; `None` when nothing but a `#` is left. The `#` is kept
+/// (a Shopify order's name is `#1041`); ids are searched without it ([`bare`]).
 /// Longer than [`MAX_QUERY_BYTES`], or holding control characters, is a 400 naming `q`.
 pub fn parse_query(typed: &str) -> Result<Option<String>, QueryError> {
     let text = typed.trim();
@@ -67,8 +71,12 @@ pub fn parse_query(typed: &str) -> Result<Option<String>, QueryError> {
             "q: holds control characters; type an id, an order number or an email".into(),
         ));
     }
-    let text = text.strip_prefix('#').unwrap_or(text).trim();
-    Ok((!text.is_empty()).then(|| text.to_string()))
+    Ok((!bare(text).is_empty()).then(|| text.to_string()))
+}
+
+/// What was typed without its leading `#`: how ids are searched (`#10231` finds `ord_10231`).
+pub fn bare(q: &str) -> &str {
+    q.strip_prefix('#').map(str::trim).unwrap_or(q)
 }
 
 /// An object (source, object id) or an event (source, event id, or the delivery's id when it
@@ -130,6 +138,8 @@ pub async fn find(
             })
     };
     let backend = db.backend();
+    let typed = q;
+    let q = bare(typed);
     // The database's own lower case of what was typed: ids are compared in it.
     let lowered = run(Statement::from_sql_and_values(
         backend,
@@ -144,6 +154,20 @@ pub async fn find(
         .unwrap_or_else(|| q.to_lowercase());
 
     let mut found = Found::default();
+    // The newest `scan_rows` deliveries: SQLite's whole search, and where both backends look for
+    // a part of a text value (no index serves that).
+    let window = run(Statement::from_sql_and_values(
+        backend,
+        format!(
+            "SELECT id FROM webhook_events ORDER BY id DESC LIMIT 1 OFFSET {}",
+            limits.scan_rows
+        ),
+        vec![],
+    ))
+    .await?
+    .first()
+    .map(|r| r.try_get::<i64>("", "id"))
+    .transpose()?;
     // Not a spelling (`db::dialect`) but two algorithms: index ranges, or a bounded scan.
     let (floor, searched) = if backend == DatabaseBackend::Postgres {
         let statement = indexed_ids(&lower, limits.shown);
@@ -151,24 +175,16 @@ pub async fn find(
             let rows = run(statement).await?;
             id_rows(&rows, &lower, limits.shown, &mut found)?;
         }
-        (
-            None,
-            "the ids of every accepted event, the exact ids of every archived delivery and every archived body"
-                .to_string(),
-        )
-    } else {
-        let floor = run(Statement::from_sql_and_values(
-            backend,
-            format!(
-                "SELECT id FROM webhook_events ORDER BY id DESC LIMIT 1 OFFSET {}",
-                limits.scan_rows
+        let searched = match window {
+            None => "the ids of every accepted event, the exact ids of every archived delivery and every archived body".to_string(),
+            Some(_) => format!(
+                "the ids of every accepted event, the exact ids of every archived delivery, the whole values of every archived body and the text of the newest {} bodies",
+                thousands(limits.scan_rows)
             ),
-            vec![],
-        ))
-        .await?
-        .first()
-        .map(|r| r.try_get::<i64>("", "id"))
-        .transpose()?;
+        };
+        (None, searched)
+    } else {
+        let floor = window;
         for statement in scanned_ids(q, floor, limits.shown) {
             let rows = run(statement).await?;
             id_rows(&rows, &lower, limits.shown, &mut found)?;
@@ -186,7 +202,7 @@ pub async fn find(
     id_rows(&exact, &lower, limits.shown, &mut found)?;
 
     let mut c = Conditions::new();
-    push_value_anywhere(&mut c, backend, &AnyValue::of(q));
+    push_value_anywhere(&mut c, backend, &AnyValue::of(typed));
     if let Some(floor) = floor {
         c.push("id > ?", floor);
     }
@@ -200,25 +216,62 @@ pub async fn find(
         c.values,
     ))
     .await?;
-    let body_more = body.len() > limits.body_matches;
+    let mut body_more = body_rows(&body, MatchHow::Value, limits.body_matches, &mut found)?;
+    // A part of a text value, whatever the case (`müll` finds `Müller`, `10231` finds
+    // `"Order #10231"`), in the newest deliveries, newest first: the scan stops at the bound.
+    if typed.chars().count() >= PART_MIN_CHARS {
+        let mut c = Conditions::new();
+        push_part_anywhere(&mut c, backend, typed);
+        if let Some(floor) = window {
+            c.push("id > ?", floor);
+        }
+        let parts = run(Statement::from_sql_and_values(
+            backend,
+            format!(
+                "SELECT {EVENT_COLUMNS} FROM webhook_events {} ORDER BY id DESC LIMIT {}",
+                c.clause(),
+                limits.body_matches + 1
+            ),
+            c.values,
+        ))
+        .await?;
+        body_more |= body_rows(&parts, MatchHow::Part, limits.body_matches, &mut found)?;
+    }
+    let mut result = assemble(db, typed, found, limits.shown, searched, floor.is_some()).await?;
+    result.body_more = body_more;
+    result.body_limit = limits.body_matches;
+    Ok(result)
+}
+
+/// Reads body matches (`how`: a whole value or a part) into `found`, at most `limit`; answers
+/// whether there were more.
+fn body_rows(
+    rows: &[QueryResult],
+    how: MatchHow,
+    limit: usize,
+    found: &mut Found,
+) -> Result<bool, DbErr> {
     let how = Match {
         field: MatchField::Body,
-        how: MatchHow::Value,
+        how,
     };
-    for row in body.iter().take(limits.body_matches) {
+    for row in rows.iter().take(limit) {
         let row = event_row(row)?;
         let key = match (&row.object_id, &row.event_id) {
             (Some(object_id), _) => Key::Object(row.source.clone(), object_id.clone()),
             (None, Some(event_id)) => Key::Event(row.source.clone(), event_id.clone()),
             (None, None) => Key::Delivery(row.source.clone(), row.id),
         };
-        found.add(key.clone(), how);
-        found.rows.push((key, row));
+        // A part of a value is said only of what nothing else found (an id, a whole value).
+        let known = found.keys.iter().any(|(k, _)| *k == key);
+        if how.how == MatchHow::Value || !known {
+            found.add(key.clone(), how);
+        }
+        if !found.rows.iter().any(|(k, _)| *k == key) {
+            found.rows.push((key, row));
+        }
     }
-    let mut result = assemble(db, q, found, limits.shown, searched, floor.is_some()).await?;
-    result.body_more = body_more;
-    result.body_limit = limits.body_matches;
-    Ok(result)
+    Ok(rows.len() > limit)
 }
 
 /// The objects and events, exact id matches first, with their current revisions, counts and
@@ -389,149 +442,6 @@ fn id_rows(
     Ok(())
 }
 
-/// PostgreSQL: the distinct objects whose id starts or ends with `lower` (case aside), and the
-/// events likewise, from the inbox's indexes; `None` when no range can be formed.
-fn indexed_ids(lower: &str, shown: usize) -> Option<Statement> {
-    let reversed: String = lower.chars().rev().collect();
-    let (Some(after), Some(after_reversed)) = (after_prefix(lower), after_prefix(&reversed)) else {
-        return None;
-    };
-    let limit = shown + 1;
-    // Each step of the walk is one descent of the index to the next distinct (id, source,
-    // object), so an object with many revisions costs one step.
-    let walk = |name: &str, key: &str, lo: &str, hi: &str| {
-        format!(
-            r#"{name}(k, source, object_id) AS (
-                 (SELECT {key} COLLATE "C", source, object_id FROM webhook_inbox
-                   WHERE {key} COLLATE "C" >= {lo} AND {key} COLLATE "C" < {hi}
-                   ORDER BY 1, 2, 3 LIMIT 1)
-                 UNION ALL
-                 (SELECT n.k, n.source, n.object_id FROM {name},
-                   LATERAL (SELECT {key} COLLATE "C" AS k, i.source, i.object_id FROM webhook_inbox i
-                     WHERE ({key} COLLATE "C", i.source, i.object_id) > ({name}.k, {name}.source, {name}.object_id)
-                       AND {key} COLLATE "C" < {hi}
-                     ORDER BY 1, 2, 3 LIMIT 1) AS n))"#
-        )
-    };
-    let events = |key: &str, lo: &str, hi: &str| {
-        format!(
-            r#"SELECT source, object_id, event_id, lower(event_id) AS l_id, 'event' AS field, '{key}' AS branch FROM (
-                 SELECT source, object_id, event_id FROM webhook_inbox
-                 WHERE {key} COLLATE "C" >= {lo} AND {key} COLLATE "C" < {hi}
-                 ORDER BY {key} COLLATE "C" LIMIT {limit}) AS e"#
-        )
-    };
-    let sql = format!(
-        "WITH RECURSIVE {}, {}
-         SELECT source, object_id, NULL AS event_id, lower(object_id) AS l_id, 'object' AS field, 'starts' AS branch
-           FROM (SELECT * FROM starts LIMIT {limit}) AS s
-         UNION ALL
-         SELECT source, object_id, NULL, lower(object_id), 'object', 'ends'
-           FROM (SELECT * FROM ends LIMIT {limit}) AS e
-         UNION ALL {}
-         UNION ALL {}",
-        walk("starts", "lower(object_id)", "$1", "$2"),
-        walk("ends", "reverse(lower(object_id))", "$3", "$4"),
-        events("lower(event_id)", "$1", "$2"),
-        events("reverse(lower(event_id))", "$3", "$4"),
-    );
-    let values: Vec<Value> = vec![
-        lower.into(),
-        after.into(),
-        reversed.into(),
-        after_reversed.into(),
-    ];
-    Some(Statement::from_sql_and_values(
-        DatabaseBackend::Postgres,
-        sql,
-        values,
-    ))
-}
-
-/// The least string above every string starting with `prefix`, in code point (UTF-8 byte)
-/// order: its last character incremented; `None` when every character is the greatest.
-fn after_prefix(prefix: &str) -> Option<String> {
-    let mut chars: Vec<char> = prefix.chars().collect();
-    while let Some(last) = chars.pop() {
-        let mut next = last as u32 + 1;
-        if (0xD800..0xE000).contains(&next) {
-            next = 0xE000;
-        }
-        if let Some(c) = char::from_u32(next) {
-            chars.push(c);
-            return Some(chars.into_iter().collect());
-        }
-    }
-    None
-}
-
-/// `text` as a literal inside a `LIKE` pattern: `%`, `_` and `\` escaped with `\`.
-pub fn like_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// SQLite: the objects, then the events, whose id starts or ends with `q` (ASCII case aside)
-/// among the deliveries newer than `floor`.
-fn scanned_ids(q: &str, floor: Option<i64>, shown: usize) -> Vec<Statement> {
-    let literal = like_literal(q);
-    let window = floor.map_or(String::new(), |f| format!("id > {f} AND "));
-    let by = |column: &str, field: &str, grouped: &str, object: &str| {
-        Statement::from_sql_and_values(
-            DatabaseBackend::Sqlite,
-            format!(
-                "SELECT source, {object} AS object_id, max(event_id) AS event_id,
-                        lower({column}) AS l_id, '{field}' AS field, '{field}' AS branch
-                 FROM webhook_events
-                 WHERE {window}{column} IS NOT NULL
-                   AND (lower({column}) LIKE lower($1) ESCAPE '\\' OR lower({column}) LIKE lower($2) ESCAPE '\\')
-                 GROUP BY source, {grouped}
-                 ORDER BY lower({column}), source LIMIT {}",
-                shown + 1
-            ),
-            vec![format!("{literal}%").into(), format!("%{literal}").into()],
-        )
-    };
-    vec![
-        by("object_id", "object", "object_id", "object_id"),
-        by("event_id", "event", "event_id", "max(object_id)"),
-    ]
-}
-
-/// Whole archive rows whose object or event id is `q` as typed, in lower case or in upper case,
-/// through the archive's indexes (deliveries never accepted, past SQLite's scan).
-fn exact_in_archive(backend: DatabaseBackend, q: &str, lower: &str, shown: usize) -> Statement {
-    let mut spellings = vec![q.to_string(), lower.to_string(), q.to_uppercase()];
-    spellings.dedup();
-    spellings.sort();
-    spellings.dedup();
-    let mut values: Vec<Value> = Vec::new();
-    let mut list = Vec::new();
-    for s in spellings {
-        values.push(s.into());
-        list.push(format!("${}", values.len()));
-    }
-    let list = list.join(", ");
-    // The newest deliveries of each spelling: bounded, whatever an object's history.
-    let limit = 4 * (shown + 1);
-    let sql = format!(
-        "SELECT source, object_id, event_id, lower(object_id) AS l_id, 'object' AS field, 'exact object' AS branch FROM (
-           SELECT source, object_id, event_id FROM webhook_events WHERE object_id IN ({list})
-           ORDER BY object_id, received_at DESC, id DESC LIMIT {limit}) AS o
-         UNION ALL
-         SELECT source, object_id, event_id, lower(event_id), 'event', 'exact event' FROM (
-           SELECT source, object_id, event_id FROM webhook_events WHERE event_id IN ({list})
-           ORDER BY event_id, source LIMIT {limit}) AS e"
-    );
-    Statement::from_sql_and_values(backend, sql, values)
-}
-
 /// `100000` → `100,000`.
 fn thousands(n: i64) -> String {
     let digits = n.to_string();
@@ -553,8 +463,9 @@ mod tests {
     fn what_was_typed_is_trimmed_its_hash_taken_off_and_bounded() {
         assert_eq!(
             parse_query("  #10231 ").expect("accepted"),
-            Some("10231".into())
+            Some("#10231".into())
         );
+        assert_eq!(bare("#10231"), "10231");
         assert_eq!(
             parse_query("ORD_10231").expect("accepted"),
             Some("ORD_10231".into())
@@ -579,12 +490,7 @@ mod tests {
     }
 
     #[test]
-    fn a_prefix_range_ends_at_the_next_string_and_wildcards_are_literal() {
-        assert_eq!(after_prefix("ord_1023").as_deref(), Some("ord_1024"));
-        assert_eq!(after_prefix("a\u{10FFFF}").as_deref(), Some("b"));
-        assert_eq!(after_prefix("\u{D7FF}").as_deref(), Some("\u{E000}"));
-        assert_eq!(after_prefix("\u{10FFFF}"), None);
-        assert_eq!(like_literal(r"50%_a\b"), r"50\%\_a\\b");
+    fn thousands_are_separated() {
         assert_eq!(thousands(100_000), "100,000");
         assert_eq!(thousands(999), "999");
     }

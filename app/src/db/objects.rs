@@ -32,6 +32,39 @@ pub async fn has_deliveries(db: &Db, source: &str, object_id: &str) -> Result<bo
         .is_some())
 }
 
+/// The newest archived deliveries of an object whose forward deliveries its page shows.
+pub const FORWARDED_DELIVERIES: usize = 50;
+
+/// Where the object's newest [`FORWARDED_DELIVERIES`] archived deliveries were forwarded, and
+/// with what result (the forward deliveries they produced, as the event page shows them:
+/// [`super::destinations::produced_by`]), greatest revision first; and whether the object has
+/// older deliveries not looked at.
+pub async fn forwarded(
+    db: &Db,
+    source: &str,
+    object_id: &str,
+) -> Result<(Vec<crate::model::ForwardRow>, bool), DbErr> {
+    let ids = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "SELECT id FROM webhook_events WHERE source = $1 AND object_id = $2 ORDER BY id DESC LIMIT {}",
+                FORWARDED_DELIVERIES + 1
+            ),
+            vec![source.into(), object_id.into()],
+        ))
+        .await?
+        .iter()
+        .map(|r| r.try_get::<i64>("", "id"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let older = ids.len() > FORWARDED_DELIVERIES;
+    let ids = &ids[..ids.len().min(FORWARDED_DELIVERIES)];
+    let mut rows = super::destinations::produced_by(db, ids).await?;
+    rows.sort_by_key(|r| (std::cmp::Reverse(r.revision), std::cmp::Reverse(r.id)));
+    Ok((rows, older))
+}
+
 /// Whether the inbox accepted an event of the object that carries no revision: what a dedup
 /// source's events are (for a source no longer configured, whose mode is not known otherwise).
 pub async fn has_unrevisioned(db: &Db, source: &str, object_id: &str) -> Result<bool, DbErr> {

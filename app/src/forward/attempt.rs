@@ -4,7 +4,7 @@
 use crate::config::Destination;
 use crate::db::Db;
 use crate::db::dialect::{Binds, Dialect, Named, Param};
-use crate::model::ForwardStatus;
+use crate::model::{AnswerClass, ForwardStatus};
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{ConnectionTrait, DbErr, TransactionTrait};
 use std::sync::OnceLock;
@@ -66,8 +66,20 @@ pub fn retry_after_secs(value: &str, now: DateTime<Utc>) -> Option<u64> {
     Some(u64::try_from((at.with_timezone(&Utc) - now).num_seconds()).unwrap_or(0))
 }
 
+/// Attempts of one schedule after which a refusal ([`refused`]) makes a delivery dead: the first
+/// and two more, the schedule's first waits, for an application answering wrongly a few seconds
+/// (a deploy). An operator's retry starts a new schedule, so three more.
+pub const REFUSED_ATTEMPTS: i32 = 3;
+
+/// Whether an answer's status says the request itself is refused, so sending it again the same
+/// will not help: [`AnswerClass::Refused`], a 4xx other than 408 (timeout), 409 (conflict), 425
+/// (too early) and 429 (too many requests), which say "later".
+pub fn refused(status: Option<u16>) -> bool {
+    AnswerClass::of(status) == AnswerClass::Refused
+}
+
 /// What the attempt does to the row: delivered, the next wait of the schedule (or a larger
-/// `Retry-After`), or dead after the last one.
+/// `Retry-After`), or dead after the last one, or after [`REFUSED_ATTEMPTS`] refused.
 fn after(
     destination: &Destination,
     claimed: &Claimed,
@@ -76,6 +88,10 @@ fn after(
 ) -> AfterAttempt {
     if result.delivered() {
         return AfterAttempt::Delivered;
+    }
+    let made = claimed.attempts - claimed.schedule_base + 1;
+    if refused(result.status_code) && made >= REFUSED_ATTEMPTS {
+        return AfterAttempt::Dead;
     }
     let step = usize::try_from(claimed.attempts - claimed.schedule_base).unwrap_or(usize::MAX);
     match destination.retry_schedule_secs.get(step) {
@@ -236,6 +252,75 @@ mod tests {
         assert_eq!(retry_after_secs("-5", now), None);
         assert_eq!(retry_at(now, u64::MAX), DateTime::<Utc>::MAX_UTC);
         assert_eq!(retry_at(now, 60), now + Duration::seconds(60));
+    }
+
+    #[test]
+    fn a_refusal_is_dead_at_its_third_attempt_and_a_later_is_retried_the_whole_schedule() {
+        let destination = crate::config::Destination {
+            name: "orders-app".into(),
+            url: "http://127.0.0.1:9/hook".into(),
+            secret_env: "DESTINATION_SECRET".into(),
+            key: crate::schemes::Scheme::StandardWebhooks
+                .parse_secret("whsec_ZGVzdGluYXRpb24ta2V5")
+                .expect("key"),
+            timeout_secs: 5,
+            retry_schedule_secs: vec![5; 11],
+            rate_limit_per_sec: None,
+        };
+        let now = Utc::now();
+        let after_status = |status: u16, attempts: i32, schedule_base: i32| {
+            let claimed = Claimed {
+                attempts,
+                schedule_base,
+                ..test_claimed()
+            };
+            let result = AttemptResult {
+                status_code: Some(status),
+                ..test_result()
+            };
+            after(&destination, &claimed, &result, now)
+        };
+        assert!(matches!(after_status(422, 0, 0), AfterAttempt::Retry(_)));
+        assert!(matches!(after_status(422, 1, 0), AfterAttempt::Retry(_)));
+        assert_eq!(after_status(422, 2, 0), AfterAttempt::Dead);
+        assert_eq!(after_status(404, 5, 0), AfterAttempt::Dead);
+        // An operator's retry starts a new schedule: three more.
+        assert!(matches!(after_status(400, 3, 3), AfterAttempt::Retry(_)));
+        assert_eq!(after_status(400, 5, 3), AfterAttempt::Dead);
+        for later in [408, 409, 425, 429, 500, 503] {
+            assert!(
+                matches!(after_status(later, 5, 0), AfterAttempt::Retry(_)),
+                "{later}"
+            );
+        }
+        assert_eq!(after_status(500, 11, 0), AfterAttempt::Dead);
+    }
+
+    fn test_claimed() -> Claimed {
+        Claimed {
+            id: 7,
+            destination: "orders-app".into(),
+            source: "shop".into(),
+            event_id: "event-1".into(),
+            object_id: None,
+            revision: None,
+            event_type: None,
+            received_at: Utc::now(),
+            payload: "{}".into(),
+            attempts: 0,
+            schedule_base: 0,
+        }
+    }
+
+    fn test_result() -> AttemptResult {
+        AttemptResult {
+            started_at: Utc::now(),
+            duration_ms: 3,
+            status_code: Some(500),
+            error: Some("HTTP 500".into()),
+            response_excerpt: None,
+            retry_after_secs: None,
+        }
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub enum MatchHow {
     Prefix,
     Suffix,
     Value,
+    /// A part of a text value in a body, whatever the case.
+    Part,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,6 +33,7 @@ impl Match {
     /// In words: `object id ends with it`, `a body value`.
     pub fn words(self) -> &'static str {
         match (self.field, self.how) {
+            (MatchField::Body, MatchHow::Part) => "a text in a body holds it",
             (MatchField::Body, _) => "a value in a body",
             (MatchField::EventId, MatchHow::Prefix) => "event id starts with it",
             (MatchField::EventId, MatchHow::Suffix) => "event id ends with it",
@@ -80,7 +83,7 @@ pub struct FoundEvent {
 /// What a search found, and what it searched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FindResult {
-    /// What was searched for: trimmed, a leading `#` taken off.
+    /// What was searched for: trimmed (a leading `#` kept; ids are searched without it).
     pub q: String,
     /// Exact id matches first, then by id, then body matches newest first.
     pub objects: Vec<FoundObject>,
@@ -103,10 +106,15 @@ pub struct FindResult {
 impl FindResult {
     /// Nothing found, in words naming what was searched.
     pub fn nothing_found(&self) -> String {
+        let bare = self.q.strip_prefix('#').map(str::trim).unwrap_or(&self.q);
+        let held = if bare == self.q {
+            format!("\"{bare}\"")
+        } else {
+            format!("\"{}\" or \"{bare}\"", self.q)
+        };
         format!(
-            "No event id or object id equal to, starting with or ending with \"{q}\", and no delivery body holding \"{q}\" (searched {}).",
+            "No event id or object id equal to, starting with or ending with \"{bare}\", and no delivery body holding {held} (searched {}).",
             self.searched,
-            q = self.q
         )
     }
 }

@@ -1,11 +1,13 @@
 //! Data the dashboard's server functions send to the browser. Shared by both halves, so nothing
 //! here may depend on the server-only domain.
 
+mod answer;
 mod charts;
 mod feed;
 mod find;
 mod problems;
 mod sources;
+pub use answer::*;
 pub use charts::*;
 pub use feed::*;
 pub use find::*;
@@ -190,6 +192,14 @@ pub struct EventPage {
     pub next_cursor: Option<String>,
 }
 
+/// A delivery's body as received and the shell command that sends it again: what the event
+/// page's copy buttons fetch when used, so the page itself carries the body once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventSource {
+    pub raw_body: String,
+    pub curl: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventDetail {
     pub event: EventRow,
@@ -208,9 +218,10 @@ pub struct EventDetail {
     /// The body's size as received, in bytes.
     #[serde(default)]
     pub body_bytes: u64,
-    /// The body exactly as received (lossy for non-UTF-8 bytes), for the copy button.
+    /// The body exactly as received (lossy for non-UTF-8 bytes), for the copy button; `None`
+    /// when asked for what the page shows only (the page fetches it when used: [`EventSource`]).
     #[serde(default)]
-    pub raw_body: String,
+    pub raw_body: Option<String>,
     /// The earlier delivery whose identical body this one refers to instead of keeping a copy
     /// (a re-posted duplicate), and whether that body is still kept (not purged since).
     pub body_of: Option<i64>,
@@ -220,12 +231,17 @@ pub struct EventDetail {
     /// Fields of the body to search by: (a JSON pointer, the `match` object finding its value).
     pub searchable: Vec<(String, String)>,
     /// A shell command that sends this delivery again to this hookbox, the body exact and the
-    /// headers as shown (redacted ones left out).
-    pub curl: String,
+    /// headers as shown (redacted ones left out); `None` like `raw_body`.
+    #[serde(default)]
+    pub curl: Option<String>,
     /// The forward deliveries this delivery produced.
     pub forwarded: Vec<ForwardRow>,
     /// Whether the object has a history page.
     pub has_object: bool,
+    /// For a delivery refused because another event holds its object revision: that event's id
+    /// and the archive id of its first delivery (when still archived), for a link.
+    #[serde(default)]
+    pub revision_holder: Option<(String, Option<i64>)>,
     pub can_replay: bool,
 }
 
@@ -545,4 +561,6 @@ pub struct RetryResult {
     pub confirmation: String,
     /// The deliveries taken, in words: `orders-app, source shop, status dead`.
     pub scope: String,
+    /// The deliveries counted by their last answer's class, most first.
+    pub by_answer: Vec<AnswerCount>,
 }

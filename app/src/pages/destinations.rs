@@ -7,6 +7,9 @@
 use crate::components::chart::AttemptCharts;
 use crate::components::confirm::{BulkAction, ConfirmPanel, Said};
 use crate::components::forward::{ForwardList, ResendAction, ResendSincePanel, RetryAction, age};
+#[cfg(feature = "ssr")]
+use crate::components::forward_actions::{actor_of, configured_name, retry_failed};
+use crate::components::forward_actions::{resend_forward, retry_forward};
 use crate::components::live::live_tick;
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
@@ -47,21 +50,6 @@ async fn summary_of(db: &crate::db::Db, name: &str) -> Result<DestinationSummary
         })
 }
 
-/// A configured destination's name, or 404: only those are paused or retried.
-#[cfg(feature = "ssr")]
-fn configured_name(name: &str) -> Result<(), DashboardError> {
-    if crate::guard::configured_destinations()?
-        .iter()
-        .any(|(n, _)| n == name)
-    {
-        Ok(())
-    } else {
-        Err(crate::guard::fail(DashboardError::NotFound(format!(
-            "there is no configured destination {name:?}"
-        ))))
-    }
-}
-
 #[server(endpoint = "destination")]
 pub async fn get_destination(
     name: String,
@@ -91,11 +79,6 @@ pub async fn get_destination(
     })
 }
 
-#[cfg(feature = "ssr")]
-fn actor_of(user: &crate::auth::User) -> (String, String) {
-    (user.name.clone(), crate::guard::client_address())
-}
-
 /// Pauses (`paused = true`) or resumes a destination; answers whether it changed.
 #[server(endpoint = "pause_destination")]
 pub async fn pause_destination(name: String, paused: bool) -> Result<bool, DashboardError> {
@@ -122,39 +105,6 @@ pub async fn pause_destination(name: String, paused: bool) -> Result<bool, Dashb
     Ok(changed)
 }
 
-#[cfg(feature = "ssr")]
-fn retry_failed(error: crate::db::destinations::RetryError) -> DashboardError {
-    use crate::db::destinations::RetryError;
-    match error {
-        RetryError::Refused(reason) => crate::guard::bad_request(reason),
-        RetryError::Query(e) => crate::guard::query_failed(e),
-    }
-}
-
-/// Makes one dead delivery due now, its retry schedule started again.
-#[server(endpoint = "retry_forward")]
-pub async fn retry_forward(name: String, id: i64) -> Result<(), DashboardError> {
-    use crate::db::destinations::{Actor, retry_one};
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
-    let (actor, address) = actor_of(&user);
-    retry_one(
-        &guard::db()?,
-        &name,
-        id,
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
-    )
-    .await
-    .map_err(retry_failed)?;
-    crate::guard::wake_forwarder();
-    tracing::info!(user = %actor, destination = %name, delivery = id, "dead forward delivery retried");
-    Ok(())
-}
-
 /// Counts the dead deliveries of the filter; with the typed confirmation (`retry N`), retries
 /// them.
 #[server(endpoint = "retry_dead_forwards")]
@@ -170,7 +120,7 @@ pub async fn retry_dead_forwards(
     let user = guard::require(crate::model::Role::Operator).await?;
     configured_name(&name)?;
     let (actor, address) = actor_of(&user);
-    let (matched, retried) = retry_dead(
+    let done = retry_dead(
         &guard::db()?,
         &name,
         &filter,
@@ -182,15 +132,16 @@ pub async fn retry_dead_forwards(
     )
     .await
     .map_err(retry_failed)?;
-    if retried {
+    if done.retried {
         crate::guard::wake_forwarder();
-        tracing::info!(user = %actor, destination = %name, retried = matched, "dead forward deliveries retried");
+        tracing::info!(user = %actor, destination = %name, retried = done.matched, "dead forward deliveries retried");
     }
     Ok(RetryResult {
-        matched,
-        retried,
-        confirmation: format!("retry {matched}"),
+        matched: done.matched,
+        retried: done.retried,
+        confirmation: format!("retry {}", done.matched),
         scope: retry_scope(&name, &filter),
+        by_answer: done.by_answer,
     })
 }
 
@@ -209,30 +160,6 @@ pub async fn get_destination_series(name: String) -> Result<DestinationSeries, D
     )
     .await
     .map_err(|e| guard::unavailable(&e))
-}
-
-/// Sends one delivered delivery again, as a new forward delivery; answers its id.
-#[server(endpoint = "resend_forward")]
-pub async fn resend_forward(name: String, id: i64) -> Result<i64, DashboardError> {
-    use crate::db::destinations::{Actor, resend::resend_one};
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
-    let (actor, address) = actor_of(&user);
-    let created = resend_one(
-        &guard::db()?,
-        &name,
-        id,
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
-    )
-    .await
-    .map_err(retry_failed)?;
-    crate::guard::wake_forwarder();
-    tracing::info!(user = %actor, destination = %name, delivery = id, created, "forward delivery re-sent");
-    Ok(created)
 }
 
 /// Counts the deliveries of the destination delivered since `since` (a time in the viewer's
@@ -540,9 +467,10 @@ fn DestinationBody(
     } else {
         let acting = p.can_act && s.url.is_some();
         view! {
-            <ForwardList rows=p.rows.clone() can_act=acting retry=acting.then(|| (name.clone(), retry))
+            <ForwardList rows=p.rows.clone() can_act=acting retry=acting.then_some(retry)
                 resend opened/>
-        }.into_any()
+        }
+        .into_any()
     };
     view! {
         <section class="panel">
@@ -569,8 +497,30 @@ fn DestinationBody(
 /// result.
 type BulkRetry = BulkAction<ForwardFilter, RetryResult>;
 
-/// A bulk retry's answer in the confirmation panel's words.
+/// A bulk retry's answer in the confirmation panel's words: the count broken down by last
+/// answer, refusals (which a retry most likely meets again) named first.
 fn said_of_retry(r: &RetryResult) -> Said {
+    let breakdown: Vec<String> = r
+        .by_answer
+        .iter()
+        .map(|a| format!("{} {}", a.count, a.class.words()))
+        .collect();
+    let refused = r
+        .by_answer
+        .iter()
+        .find(|a| a.class == crate::model::AnswerClass::Refused)
+        .map(|a| {
+            format!(
+                " The {} refused ones will most likely be refused again: read their answers first.",
+                a.count
+            )
+        })
+        .unwrap_or_default();
+    let after_scope = if breakdown.is_empty() {
+        ".".to_string()
+    } else {
+        format!(". By last answer: {}.{refused}", breakdown.join(", "))
+    };
     Said {
         done: r.retried,
         matched: r.matched,
@@ -578,7 +528,7 @@ fn said_of_retry(r: &RetryResult) -> Said {
         scope: r.scope.clone(),
         done_text: format!("Retried {} dead deliveries of {}.", r.matched, r.scope),
         noun: "dead deliveries".into(),
-        after_scope: ".".into(),
+        after_scope,
         confirm_label: "to retry them".into(),
         button: format!("Retry {} dead deliveries", r.matched),
     }

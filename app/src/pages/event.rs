@@ -2,6 +2,8 @@
 //! (operators) a guarded replay: a dry run first, then confirmation.
 
 use crate::components::cut::ShownCut;
+use crate::components::forward::{ForwardList, ResendAction, RetryAction};
+use crate::components::forward_actions::{resend_forward, retry_forward};
 use crate::components::{ErrorNote, Loaded, LocalTime, StatusBadge, TopBar};
 use crate::error::DashboardError;
 use crate::model::{EventDetail, REPLAY_ANYWAY, ReplayResult};
@@ -76,40 +78,71 @@ fn base_url() -> String {
     format!("http://{host}")
 }
 
-/// Delivery `id`; its body cut for the page unless `whole_body` (`?body=all`), which is bounded
-/// by the archive's own limit on a body.
-#[server(endpoint = "event")]
-pub async fn get_event(
-    id: i64,
-    #[server(default)] whole_body: bool,
-) -> Result<EventDetail, DashboardError> {
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Viewer).await?;
-    let db = guard::db()?;
-    let stored = guard::stored_delivery(&db, id).await?;
-    // Classified now, whatever the archive kept: a row written before the classification may
-    // hold a credential.
-    let config = guard::config()?;
+/// Header (name, value) pairs.
+#[cfg(feature = "ssr")]
+type Headers = Vec<(String, String)>;
+
+/// The headers of a stored delivery `user` may see, and the ones a re-send repeats; classified
+/// now, whatever the archive kept: a row written before the classification may hold a
+/// credential.
+#[cfg(feature = "ssr")]
+fn headers_of(
+    stored: &crate::db::events::StoredDelivery,
+    user: &crate::auth::User,
+) -> Result<(Headers, Headers), DashboardError> {
+    let config = crate::guard::config()?;
     let shown = crate::headers::shown_headers(
         &stored.headers_json,
         config.source(&stored.row.source),
         user.role,
     );
-    let resent: Vec<(String, String)> = shown
+    let resent = shown
         .iter()
         .filter(|(_, _, resend)| *resend)
         .map(|(name, value, _)| (name.clone(), value.clone()))
         .collect();
-    let headers: Vec<(String, String)> = shown
+    let headers = shown
         .into_iter()
         .map(|(name, value, _)| (name, value))
         .collect();
-    let curl = curl_command(&base_url(), &stored.row.source, &resent, &stored.body);
-    let raw_body = String::from_utf8_lossy(&stored.body).into_owned();
+    Ok((headers, resent))
+}
+
+/// Delivery `id`; its body cut for the page unless `whole_body` (`?body=all`), which is bounded
+/// by the archive's own limit on a body. With `shown_only` (the page's call) the body as
+/// received and the curl command are left out, so the page carries the body once: its copy
+/// buttons fetch them when used ([`get_event_source`]).
+#[server(endpoint = "event")]
+pub async fn get_event(
+    id: i64,
+    #[server(default)] whole_body: bool,
+    #[server(default)] shown_only: bool,
+) -> Result<EventDetail, DashboardError> {
+    use crate::guard;
+    let user = guard::require(crate::model::Role::Viewer).await?;
+    let db = guard::db()?;
+    let stored = guard::stored_delivery(&db, id).await?;
+    let (headers, resent) = headers_of(&stored, &user)?;
+    let (raw_body, curl) = if shown_only {
+        (None, None)
+    } else {
+        (
+            Some(String::from_utf8_lossy(&stored.body).into_owned()),
+            Some(curl_command(
+                &base_url(),
+                &stored.row.source,
+                &resent,
+                &stored.body,
+            )),
+        )
+    };
     // A form body is shown, and searched from, as the JSON object of its fields, read once when
     // it arrived (never parsed again here).
     let body_is_form = stored.body_fields.is_some();
-    let text = stored.body_fields.unwrap_or_else(|| raw_body.clone());
+    let text = stored
+        .body_fields
+        .clone()
+        .unwrap_or_else(|| String::from_utf8_lossy(&stored.body).into_owned());
     let (body_is_json, searchable, shown) = crate::present::read_body_off_worker(text).await;
     let (body, body_cut) = match crate::present::cut(&shown) {
         (part, true) if !whole_body => (part.to_string(), true),
@@ -121,10 +154,21 @@ pub async fn get_event(
             .map_err(|e| guard::unavailable(&e))?,
         None => Vec::new(),
     };
-    let forwarded = crate::db::destinations::produced_by(&db, id)
+    let forwarded = crate::db::destinations::produced_by(&db, &[id])
         .await
         .map_err(|e| guard::unavailable(&e))?;
+    let revision_holder = match (&stored.row.object_id, stored.row.revision) {
+        (Some(object_id), Some(revision))
+            if stored.row.outcome == crate::model::OutcomeKind::ReusedRevision =>
+        {
+            crate::db::events::revision_holder(&db, &stored.row.source, object_id, revision)
+                .await
+                .map_err(|e| guard::unavailable(&e))?
+        }
+        _ => None,
+    };
     Ok(EventDetail {
+        revision_holder,
         forwarded,
         searchable,
         curl,
@@ -141,6 +185,21 @@ pub async fn get_event(
         body_kept: stored.body_kept,
         related,
         can_replay: user.role == crate::model::Role::Operator,
+    })
+}
+
+/// Delivery `id`'s body exactly as received (lossy for non-UTF-8 bytes) and the curl command
+/// that sends it again: what the event page's copy buttons fetch when used.
+#[server(endpoint = "event_source")]
+pub async fn get_event_source(id: i64) -> Result<crate::model::EventSource, DashboardError> {
+    use crate::guard;
+    let user = guard::require(crate::model::Role::Viewer).await?;
+    let db = guard::db()?;
+    let stored = guard::stored_delivery(&db, id).await?;
+    let (_, resent) = headers_of(&stored, &user)?;
+    Ok(crate::model::EventSource {
+        raw_body: String::from_utf8_lossy(&stored.body).into_owned(),
+        curl: curl_command(&base_url(), &stored.row.source, &resent, &stored.body),
     })
 }
 
@@ -208,6 +267,28 @@ pub fn EventPage() -> impl IntoView {
                 .map(|r| (confirm, r))
         }
     });
+    // A forward delivery retried or re-sent from this page: its list is read again.
+    let acted = RwSignal::new(0u32);
+    let retry: RetryAction = Action::new(move |(name, id): &(String, i64)| {
+        let (name, id) = (name.clone(), *id);
+        async move {
+            let result = retry_forward(name, id).await;
+            if result.is_ok() {
+                acted.update(|n| *n += 1);
+            }
+            result
+        }
+    });
+    let resend: ResendAction = Action::new(move |(name, id): &(String, i64)| {
+        let (name, id) = (name.clone(), *id);
+        async move {
+            let result = resend_forward(name, id).await;
+            if result.is_ok() {
+                acted.update(|n| *n += 1);
+            }
+            result
+        }
+    });
     let replayed = Memo::new(move |_| {
         replay.value().with(|v| match v {
             Some(Ok((true, r))) => r.archive_id,
@@ -218,10 +299,10 @@ pub fn EventPage() -> impl IntoView {
     let query = leptos_router::hooks::use_query_map();
     let whole_body = move || query.read().get("body").as_deref() == Some("all");
     let detail = Resource::new(
-        move || (id(), replayed.get(), whole_body()),
-        |((raw, id), _, whole_body)| async move {
+        move || (id(), replayed.get(), whole_body(), acted.get()),
+        |((raw, id), _, whole_body, _)| async move {
             match id {
-                Some(id) => get_event(id, whole_body).await,
+                Some(id) => get_event(id, whole_body, true).await,
                 None => Err(not_an_id(&raw)),
             }
         },
@@ -229,7 +310,12 @@ pub fn EventPage() -> impl IntoView {
     view! {
         <TopBar/>
         <main>
-            <Loaded resource=detail show=move |d| view! { <EventBody d replay/> }/>
+            {move || retry.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorNote error=e/> })}
+            {move || resend.value().get().map(|r| match r {
+                Ok(id) => view! { <p class="ok" role="status" data-testid="resend-one-result">"Re-sent as forward delivery " {id} "."</p> }.into_any(),
+                Err(e) => view! { <ErrorNote error=e/> }.into_any(),
+            })}
+            <Loaded resource=detail show=move |d| view! { <EventBody d replay retry resend/> }/>
         </main>
     }
 }
@@ -250,7 +336,12 @@ fn not_an_id(raw: &str) -> DashboardError {
 type Replay = Action<(i64, bool, Option<String>), Result<(bool, ReplayResult), DashboardError>>;
 
 #[component]
-fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
+fn EventBody(
+    d: EventDetail,
+    replay: Replay,
+    retry: RetryAction,
+    resend: ResendAction,
+) -> impl IntoView {
     let e = d.event.clone();
     let object_link = e
         .object_id
@@ -259,33 +350,44 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
         .map(|o| format!("/objects/{}/{}", urlencode(&e.source), urlencode(&o)));
     let copied = RwSignal::new(false);
     let curl_copied = RwSignal::new(false);
-    let copy_curl = {
-        #[cfg(feature = "hydrate")]
-        let command = d.curl.clone();
-        move |_| {
-            #[cfg(feature = "hydrate")]
-            {
+    // The bytes as received and the curl command: fetched when first used, so the page carries
+    // the body once (the shown, possibly cut, layout); `true` copies the curl command.
+    let id = e.id;
+    let given = d
+        .raw_body
+        .clone()
+        .zip(d.curl.clone())
+        .map(|(raw_body, curl)| crate::model::EventSource { raw_body, curl });
+    let source = Action::new(move |curl: &bool| {
+        let (curl, given) = (*curl, given.clone());
+        async move {
+            let source = match given {
+                Some(source) => Ok(source),
+                None => get_event_source(id).await,
+            };
+            if let Ok(_s) = &source {
+                #[cfg(feature = "hydrate")]
                 if let Some(window) = web_sys::window() {
-                    let _ = window.navigator().clipboard().write_text(&command);
+                    let text = if curl { &_s.curl } else { &_s.raw_body };
+                    let _ = window.navigator().clipboard().write_text(text);
+                }
+                if curl {
+                    curl_copied.set(true)
+                } else {
+                    copied.set(true)
                 }
             }
-            curl_copied.set(true);
+            source
         }
-    };
+    });
     // The bytes as received, not the decoded layout the page shows.
-    let copy = {
-        #[cfg(feature = "hydrate")]
-        let body = d.raw_body.clone();
-        move |_| {
-            #[cfg(feature = "hydrate")]
-            {
-                if let Some(window) = web_sys::window() {
-                    let _ = window.navigator().clipboard().write_text(&body);
-                }
-            }
-            copied.set(true);
-        }
+    let copy = move |_| {
+        source.dispatch(false);
     };
+    let copy_curl = move |_| {
+        source.dispatch(true);
+    };
+    let curl_shown = move || source.value().get().and_then(Result::ok).map(|s| s.curl);
     view! {
         <h1>"Delivery " {e.id} " " <StatusBadge status=e.status outcome=e.outcome/></h1>
         <section class="panel">
@@ -301,6 +403,13 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
                 <dt>"Status"</dt><dd>{e.status.as_str()}</dd>
                 <dt>"Outcome"</dt><dd>{e.outcome.as_str()}</dd>
                 <dt>"Error"</dt><dd data-testid="error-message">{e.error_message.clone().unwrap_or_else(|| "—".into())}</dd>
+                {d.revision_holder.clone().map(|(holder, archive)| {
+                    let href = match archive {
+                        Some(archive) => format!("/events/{archive}"),
+                        None => format!("/events?source={}&event_id={}", urlencode(&e.source), urlencode(&holder)),
+                    };
+                    view! { <dt>"Revision held by"</dt><dd><a href=href class="mono" data-testid="revision-holder">{holder}</a></dd> }
+                })}
                 <dt>"Received"</dt><dd><LocalTime utc=e.received_at.clone()/></dd>
                 {e.replay_of.map(|original| view! {
                     <dt>"Replay of"</dt><dd><a href=format!("/events/{original}")>"delivery " {original}</a> " by " {e.replayed_by.clone()}</dd>
@@ -330,7 +439,8 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
                 <summary>"Send it again from a shell"</summary>
                 <p class="muted">"Posts this body, exactly, with the headers shown (redacted ones left out) to this hookbox: a duplicate of the original while its signature is valid."</p>
                 <button type="button" class="small" data-testid="copy-curl" on:click=copy_curl>{move || if curl_copied.get() { "Copied" } else { "Copy as curl" }}</button>
-                <pre class="body" data-testid="curl" tabindex="0"><code>{d.curl.clone()}</code></pre>
+                {move || curl_shown().map(|curl| view! { <pre class="body" data-testid="curl" tabindex="0"><code>{curl}</code></pre> })}
+                {move || source.value().get().and_then(Result::err).map(|e| view! { <ErrorNote error=e/> })}
             </details>
         </section>
         {(!d.searchable.is_empty()).then(|| {
@@ -360,7 +470,7 @@ fn EventBody(d: EventDetail, replay: Replay) -> impl IntoView {
         {(!d.forwarded.is_empty()).then(|| view! {
             <section class="panel" data-testid="forwarded">
                 <h2>"Forwarded"</h2>
-                <crate::components::forward::ForwardList rows=d.forwarded.clone() can_act=false retry=None/>
+                <ForwardList rows=d.forwarded.clone() can_act=d.can_replay retry=d.can_replay.then_some(retry) resend/>
             </section>
         })}
         <section class="panel">

@@ -48,6 +48,18 @@ pub async fn list_events(
     })
 }
 
+/// The configured sources' names, in the configuration's order: the Source filter's choices.
+#[server(endpoint = "event_sources")]
+pub async fn event_sources() -> Result<Vec<String>, DashboardError> {
+    use crate::guard;
+    guard::require(Role::Viewer).await?;
+    Ok(guard::config()?
+        .sources
+        .iter()
+        .map(|s| s.name.clone())
+        .collect())
+}
+
 /// Dry-runs the replay of the failed deliveries matching the filter; with the typed
 /// confirmation (`replay N`), replays them.
 #[server(endpoint = "bulk_replay")]
@@ -161,6 +173,7 @@ pub fn EventsPage() -> impl IntoView {
         |((f, cursor), _)| list_events(f, cursor),
     );
     let me = Resource::new(|| (), |_| crate::session::current_user());
+    let sources = Resource::new(|| (), |_| event_sources());
     // The filter the list shows, for the bulk-replay panel.
     let on_screen = Memo::new(move |_| filter.read().0.clone());
     // Each field shows the URL's filter: as an attribute (in the server's HTML) and as a
@@ -209,7 +222,24 @@ pub fn EventsPage() -> impl IntoView {
                             .map(|s| view! { <option value=s selected=selected("outcome", s)>{s}</option> }).collect_view()}
                     </select>
                 </label>
-                <label>"Source" <input name="source" type="text" size="10" value=value("source") prop:value=value("source")/></label>
+                <label>"Source"
+                    <select name="source" data-testid="source-filter" prop:value=value("source")>
+                        <option value="">"any"</option>
+                        <Suspense fallback=|| ()>
+                            {move || sources.get().map(|names| {
+                                let mut names = names.unwrap_or_default();
+                                // A source no longer configured, named by the URL, stays a choice.
+                                if let Some(given) = param(&query.read(), "source").filter(|s| !names.contains(s)) {
+                                    names.push(given);
+                                }
+                                names.into_iter().map(|s| {
+                                    let (chosen, value, label) = (s.clone(), s.clone(), s);
+                                    view! { <option value=value selected=move || query.read().get("source").as_deref() == Some(chosen.as_str())>{label}</option> }
+                                }).collect_view()
+                            })}
+                        </Suspense>
+                    </select>
+                </label>
                 <label>"From" <span class="muted">{move || format!(" (day in {})", days_in())}</span> <input name="from" type="date" value=value("from") prop:value=value("from")/></label>
                 <label>"To" <span class="muted">{move || format!(" (day in {})", days_in())}</span> <input name="to" type="date" value=value("to") prop:value=value("to")/></label>
                 <label>"Event or object id" <input name="q" type="search" value=value("q") prop:value=value("q")/></label>

@@ -68,6 +68,23 @@ pub async fn get_object_deliveries(
         .map_err(|e| guard::unavailable(&e))
 }
 
+/// Where the object's newest deliveries were forwarded and with what result, greatest revision
+/// first (the forward deliveries each produced, as its event page lists them); `true` when some
+/// were left out (older deliveries than the newest 50, more than 200 forward deliveries).
+#[server(endpoint = "object_forwarded")]
+pub async fn get_object_forwarded(
+    source: String,
+    object_id: String,
+) -> Result<(Vec<crate::model::ForwardRow>, bool), DashboardError> {
+    use crate::guard;
+    guard::require(crate::model::Role::Viewer).await?;
+    let (rows, older) = crate::db::objects::forwarded(&guard::db()?, &source, &object_id)
+        .await
+        .map_err(|e| guard::unavailable(&e))?;
+    let left_out = older || rows.len() >= crate::db::destinations::PRODUCED_LIMIT;
+    Ok((rows, left_out))
+}
+
 #[component]
 pub fn ObjectPage() -> impl IntoView {
     let params = use_params_map();
@@ -85,14 +102,15 @@ pub fn ObjectPage() -> impl IntoView {
         move || (key(), whole_snapshot()),
         |((source, object_id), whole_snapshot)| async move {
             let history = get_object(source.clone(), object_id.clone(), whole_snapshot).await?;
-            let deliveries = get_object_deliveries(source, object_id).await?;
-            Ok::<_, DashboardError>((history, deliveries))
+            let deliveries = get_object_deliveries(source.clone(), object_id.clone()).await?;
+            let forwarded = get_object_forwarded(source, object_id).await?;
+            Ok::<_, DashboardError>((history, deliveries, forwarded))
         },
     );
     view! {
         <TopBar/>
         <main>
-            <Loaded resource=both show=|(h, d)| view! { <ObjectBody h d/> }/>
+            <Loaded resource=both show=|(h, d, f)| view! { <ObjectBody h d/> <Forwarded rows=f.0 older=f.1/> }/>
         </main>
     }
 }
@@ -166,6 +184,21 @@ fn ObjectBody(h: ObjectHistory, d: ObjectDeliveries) -> impl IntoView {
             }}
         </section>
     }
+}
+
+/// Where the object's revisions and deliveries were forwarded, with every attempt and answer.
+#[component]
+fn Forwarded(rows: Vec<crate::model::ForwardRow>, older: bool) -> impl IntoView {
+    (!rows.is_empty()).then(|| {
+        view! {
+            <section class="panel" data-testid="object-forwarded">
+                <h2>"Forwarded"</h2>
+                <p class="muted">"Where each revision (each delivery) was forwarded, and with what result, greatest revision first."</p>
+                <crate::components::forward::ForwardList rows can_act=false retry=None/>
+                {older.then(|| view! { <p class="muted" data-testid="forwarded-cut">"Showing what the newest 50 deliveries of this object produced (at most 200 forward deliveries); the destination pages list every one."</p> })}
+            </section>
+        }
+    })
 }
 
 /// "It has 3 accepted deliveries." (or "more than 1,000").

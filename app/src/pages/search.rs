@@ -52,7 +52,7 @@ pub fn SearchPage() -> impl IntoView {
             <h1>"Search"</h1>
             <Loaded resource=result show=|r| match r {
                 None => view! {
-                    <p data-testid="search-prompt">"Type in the search box above: an order number or any object id, an event id (whole, its start or its end, in any case; a leading # is ignored), or a value from a delivery's body such as a customer's email."</p>
+                    <p data-testid="search-prompt">"Type in the search box above: an order number or any object id, an event id (whole, its start or its end, in any case; a leading # is ignored for ids), or a value from a delivery's body such as a customer's email, an order name like #1041, or part of a name or a city (three characters or more, in any case)."</p>
                 }.into_any(),
                 Some(r) => view! { <Results r/> }.into_any(),
             }/>
@@ -65,7 +65,7 @@ fn Results(r: FindResult) -> impl IntoView {
     if r.objects.is_empty() && r.events.is_empty() {
         return view! {
             <p data-testid="search-empty">{r.nothing_found()}</p>
-            <p class="muted">"An id is found whole or by its start or end; a body value only whole (an email, an order number), as sent or in lower case."</p>
+            <p class="muted">"An id is found whole or by its start or end; a body value whole (an email, an order number, with or without its #) anywhere, or as part of a text (three characters or more, in any case) in the newest deliveries."</p>
         }
         .into_any();
     }

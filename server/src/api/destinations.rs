@@ -249,13 +249,13 @@ pub(super) async fn retry_dead(
     )
     .await;
     let (count, retried) = match done {
-        Ok(done) => done,
+        Ok(done) => (done.matched, done.retried),
         Err(RetryError::Refused(_)) => {
             // The count changed: say what it is now, nothing was done.
-            let (actual, _) =
-                destinations::retry_dead(&state.db, &name, &filter, None, &actor(&caller))
-                    .await
-                    .map_err(retry_error)?;
+            let actual = destinations::retry_dead(&state.db, &name, &filter, None, &actor(&caller))
+                .await
+                .map_err(retry_error)?
+                .matched;
             return Err(ApiError::CountChanged {
                 expected: usize::try_from(request.expected_count.unwrap_or(0)).unwrap_or(0),
                 actual: usize::try_from(actual).unwrap_or(0),

@@ -143,7 +143,7 @@ pub(super) async fn event(
     .into_iter()
     .map(|(name, value, _)| (name, value))
     .collect();
-    let forward_deliveries = app::db::destinations::produced_by(&state.db, archive_id)
+    let forward_deliveries = app::db::destinations::produced_by(&state.db, &[archive_id])
         .await?
         .into_iter()
         .map(|f| ForwardSummary {

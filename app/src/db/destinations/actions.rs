@@ -5,7 +5,7 @@ use super::super::Db;
 use super::super::audit::{AuditEntry, audit_on};
 use super::super::conditions::{QueryError, given};
 use super::deliveries::conditions;
-use crate::model::{AuditAction, ForwardFilter, ForwardStatus};
+use crate::model::{AnswerClass, AnswerCount, AuditAction, ForwardFilter, ForwardStatus};
 use chrono::Utc;
 use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
 
@@ -175,16 +175,25 @@ pub fn retry_scope(destination: &str, filter: &ForwardFilter) -> String {
     parts.join(", ")
 }
 
-/// Counts the dead deliveries of the filter (its status is ignored: a retry takes the dead);
-/// with `confirmation` equal to `retry N` for that count, makes them all due now. Audited when
-/// done. Returns the count and whether they were retried.
+/// What a bulk retry counted or did: how many, whether they were retried, and how many ended on
+/// each class of answer ([`AnswerClass`]), most first.
+#[derive(Debug)]
+pub struct Retried {
+    pub matched: i64,
+    pub retried: bool,
+    pub by_answer: Vec<AnswerCount>,
+}
+
+/// Counts the dead deliveries of the filter (its status is ignored: a retry takes the dead), by
+/// their last answer's class; with `confirmation` equal to `retry N` for that count, makes them
+/// all due now. Audited when done.
 pub async fn retry_dead(
     db: &Db,
     destination: &str,
     filter: &ForwardFilter,
     confirmation: Option<&str>,
     actor: &Actor<'_>,
-) -> Result<(i64, bool), RetryError> {
+) -> Result<Retried, RetryError> {
     let filter = ForwardFilter {
         status: Some(ForwardStatus::Dead.as_str().to_string()),
         ..filter.clone()
@@ -192,22 +201,37 @@ pub async fn retry_dead(
     let c = conditions(destination, &filter)?;
     let txn = db.writer.begin().await?;
     let backend = txn.get_database_backend();
-    let matched = txn
-        .query_one_raw(Statement::from_sql_and_values(
+    // One row per distinct last status (a few hundred at most), classed by the forwarder's rule.
+    let counted = txn
+        .query_all_raw(Statement::from_sql_and_values(
             backend,
             format!(
-                "SELECT count(*) AS n FROM forward_deliveries {}",
+                "SELECT last_status_code AS code, count(*) AS n FROM forward_deliveries {} GROUP BY last_status_code",
                 c.clause()
             ),
             c.values.clone(),
         ))
-        .await?
-        .map(|r| r.try_get::<i64>("", "n"))
-        .transpose()?
-        .unwrap_or(0);
+        .await?;
+    let mut by_answer: Vec<AnswerCount> = Vec::new();
+    for row in &counted {
+        let code: Option<i32> = row.try_get("", "code")?;
+        let n: i64 = row.try_get("", "n")?;
+        let class = AnswerClass::of(code.and_then(|c| u16::try_from(c).ok()));
+        match by_answer.iter_mut().find(|a| a.class == class) {
+            Some(a) => a.count += n,
+            None => by_answer.push(AnswerCount { class, count: n }),
+        }
+    }
+    by_answer.sort_by_key(|a| (std::cmp::Reverse(a.count), a.class));
+    let matched: i64 = by_answer.iter().map(|a| a.count).sum();
+    let answer = |retried| Retried {
+        matched,
+        retried,
+        by_answer: by_answer.clone(),
+    };
     let expected = format!("retry {matched}");
     match confirmation.map(str::trim) {
-        None | Some("") => return Ok((matched, false)),
+        None | Some("") => return Ok(answer(false)),
         Some(typed) if typed == expected => {}
         Some(_) => {
             return Err(RetryError::Refused(format!(
@@ -216,7 +240,7 @@ pub async fn retry_dead(
         }
     }
     if matched == 0 {
-        return Ok((0, false));
+        return Ok(answer(false));
     }
     let retried = revive(&txn, &c.sql.join(" AND "), c.values).await?;
     let scope = retry_scope(destination, &filter);
@@ -233,5 +257,8 @@ pub async fn retry_dead(
     )
     .await?;
     txn.commit().await?;
-    Ok((i64::try_from(retried).unwrap_or(i64::MAX), true))
+    Ok(Retried {
+        matched: i64::try_from(retried).unwrap_or(i64::MAX),
+        ..answer(true)
+    })
 }

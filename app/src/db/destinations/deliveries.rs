@@ -116,16 +116,25 @@ pub async fn deliveries(
     Ok((rows, next.flatten()))
 }
 
-/// The forward deliveries an archive row produced.
-pub async fn produced_by(db: &Db, archive_id: i64) -> Result<Vec<ForwardRow>, DbErr> {
+/// The most forward deliveries [`produced_by`] answers (the first ones).
+pub const PRODUCED_LIMIT: usize = 200;
+
+/// The forward deliveries the archive rows `archive_ids` produced (re-sends included), in the
+/// order made, at most [`PRODUCED_LIMIT`]: one row's on the event page, an object's on its page.
+pub async fn produced_by(db: &Db, archive_ids: &[i64]) -> Result<Vec<ForwardRow>, DbErr> {
+    if archive_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders: Vec<String> = (1..=archive_ids.len()).map(|i| format!("${i}")).collect();
     let rows = db
         .conn
         .query_all_raw(statement(
             &db.conn,
             &format!(
-                "SELECT {DELIVERY_COLUMNS} FROM forward_deliveries WHERE archive_id = $1 ORDER BY id"
+                "SELECT {DELIVERY_COLUMNS} FROM forward_deliveries WHERE archive_id IN ({}) ORDER BY id LIMIT {PRODUCED_LIMIT}",
+                placeholders.join(", ")
             ),
-            vec![archive_id.into()],
+            archive_ids.iter().map(|id| Value::from(*id)).collect(),
         ))
         .await?;
     let rows = rows

@@ -9,8 +9,8 @@ mod deliveries;
 pub mod resend;
 pub mod series;
 
-pub use actions::{Actor, RetryError, retry_dead, retry_one, retry_scope, set_paused};
-pub use deliveries::{deliveries, produced_by};
+pub use actions::{Actor, Retried, RetryError, retry_dead, retry_one, retry_scope, set_paused};
+pub use deliveries::{PRODUCED_LIMIT, deliveries, produced_by};
 
 use super::Db;
 use crate::model::{DestinationSummary, ForwardStatus};

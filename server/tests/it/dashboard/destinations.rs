@@ -436,3 +436,98 @@ async fn the_event_page_lists_the_forward_deliveries_a_delivery_produced(backend
     let (status, _) = page(&app, Some(&viewer), "/destinations/nowhere").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+both_backends!(
+    a_refused_delivery_is_dead_sooner_shows_the_answer_and_a_bulk_retry_counts_by_answer
+);
+async fn a_refused_delivery_is_dead_sooner_shows_the_answer_and_a_bulk_retry_counts_by_answer(
+    backend: Backend,
+) {
+    // The application refuses the first delivery (422), then fails the second (500).
+    let (receiver, url) = Receiver::start(vec![(422, None); 3]).await;
+    let (app, operator, _viewer) = forwarding_app(backend, &url, "[1, 1, 1, 1, 1]").await;
+    app.send("shop", &event("e1", "order-1", 1, "{}")).await;
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'dead'",
+        1,
+    )
+    .await;
+    // Three attempts, not six: a refusal is dead at its third.
+    assert_eq!(receiver.got().len(), 3);
+    assert_eq!(
+        texts(
+            &app.db,
+            "SELECT CAST(attempts AS TEXT), CAST(last_status_code AS TEXT) FROM forward_deliveries",
+            vec![]
+        )
+        .await,
+        [vec![Some("3".into()), Some("422".into())]]
+    );
+    *receiver.down.lock().unwrap() = true;
+    app.send("shop", &event("e2", "order-2", 1, "{}")).await;
+    wait_for_count(
+        &app.db,
+        "SELECT count(*) FROM forward_deliveries WHERE status = 'dead'",
+        2,
+    )
+    .await;
+    // A failure runs the whole schedule: six attempts.
+    assert_eq!(receiver.got().len(), 3 + 6);
+
+    // The dead rows show what the application answered, as text.
+    let (status, html) = page(
+        &app,
+        Some(&operator),
+        "/destinations/orders-app?status=dead",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        html.matches("data-testid=\"last-answer\"").count(),
+        2,
+        "{html}"
+    );
+    assert!(
+        html.contains("the application&#x27;s answer") || html.contains("the application's answer"),
+        "{html}"
+    );
+
+    // The bulk retry's count breaks the selection down by answer, refusals named.
+    let (status, body) = call(
+        &app,
+        Some(&operator),
+        "retry_dead_forwards",
+        &[("name", "orders-app")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let counted = json(&body);
+    assert_eq!(counted["matched"], 2);
+    assert_eq!(counted["retried"], false);
+    let mut by_answer: Vec<(String, i64)> = counted["by_answer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["class"].as_str().unwrap().to_string(),
+                a["count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    by_answer.sort();
+    assert_eq!(
+        by_answer,
+        [("Failed".to_string(), 1), ("Refused".to_string(), 1)]
+    );
+    // Counting changed nothing.
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM forward_deliveries WHERE status = 'dead'"
+        )
+        .await,
+        2
+    );
+}

@@ -19,6 +19,7 @@ mod destinations;
 mod error_pages;
 mod export;
 mod feed_page;
+mod forward_pages;
 mod heavy_pages;
 mod in_flight;
 mod pages;
