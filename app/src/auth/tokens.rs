@@ -50,9 +50,11 @@ impl ApiToken {
     }
 }
 
-/// Who calls the API: a live token's name, role and sources.
+/// Who calls the API: a live token's id, name, role and sources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// `api_tokens.id`: what owns the feed consumers the token makes.
+    pub id: i64,
     pub name: String,
     pub role: Role,
     pub sources: Option<Vec<String>>,
@@ -272,6 +274,21 @@ pub async fn list_tokens(db: &Db) -> Result<Vec<ApiToken>, DbErr> {
         .collect()
 }
 
+/// The sources token `id` is limited to (`Some(None)`: every source), or `None` when there is
+/// no such token: what a feed consumer it owns may read.
+pub async fn token_sources(db: &Db, id: i64) -> Result<Option<Option<Vec<String>>>, DbErr> {
+    let row = db
+        .conn
+        .query_one_raw(statement(
+            db,
+            "SELECT sources FROM api_tokens WHERE id = $1",
+            vec![id.into()],
+        ))
+        .await?;
+    row.map(|row| sources_of(row.try_get("", "sources")?))
+        .transpose()
+}
+
 fn sources_of(text: Option<String>) -> Result<Option<Vec<String>>, DbErr> {
     text.map(|text| {
         serde_json::from_str(&text)
@@ -297,7 +314,7 @@ pub async fn authenticate(db: &Db, headers: &http::HeaderMap) -> Result<Caller, 
         .conn
         .query_one_raw(statement(
             db,
-            "SELECT name, role, sources, expires_at, revoked_at, last_used_at
+            "SELECT id, name, role, sources, expires_at, revoked_at, last_used_at
                FROM api_tokens WHERE token_hash = $1",
             vec![hash.clone().into()],
         ))
@@ -318,6 +335,7 @@ pub async fn authenticate(db: &Db, headers: &http::HeaderMap) -> Result<Caller, 
     }
     let role: String = row.try_get("", "role")?;
     let caller = Caller {
+        id: row.try_get("", "id")?,
         name: row.try_get("", "name")?,
         role: Role::parse(&role)
             .ok_or_else(|| DbErr::Type(format!("an unknown token role {role:?}")))?,
