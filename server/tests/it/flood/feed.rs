@@ -43,13 +43,14 @@ pub async fn flood(
         )
         .await
         .expect("a feed flooder's token");
-        let (client, stop, flooded, server_errors, long_polls, feed_served) = (
+        let (client, stop, flooded, server_errors, long_polls, feed_served, answers) = (
             client.clone(),
             stop.clone(),
             flooded.clone(),
             server_errors.clone(),
             long_polls.clone(),
             feed_served.clone(),
+            started.greedy.clone(),
         );
         flood.push(tokio::spawn(async move {
             let mut i = 0u64;
@@ -74,15 +75,23 @@ pub async fn flood(
                 }
                 .bearer_auth(&token)
                 .header("X-Forwarded-For", &from);
-                let (server_errors, feed_served) = (server_errors.clone(), feed_served.clone());
+                let (server_errors, feed_served, answers) =
+                    (server_errors.clone(), feed_served.clone(), answers.clone());
                 let call = tokio::spawn(async move {
-                    let status = request
-                        .send()
-                        .await
-                        .map(|a| a.status().as_u16())
-                        .unwrap_or(0);
+                    let answer = request.send().await;
+                    let status = answer.as_ref().map(|a| a.status().as_u16()).unwrap_or(0);
                     if status == 200 || status == 201 {
                         feed_served.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if status == 429
+                        && let Ok(answer) = answer
+                        && answer
+                            .text()
+                            .await
+                            .unwrap_or_default()
+                            .contains("long-polls-of-token")
+                    {
+                        answers.polls_over_share.fetch_add(1, Ordering::Relaxed);
                     }
                     if status == 0 || status >= 500 {
                         let mut errors = server_errors.lock().unwrap_or_else(|e| e.into_inner());
@@ -141,10 +150,10 @@ pub async fn seed_duplicates(db: &Db, client: &reqwest::Client, addr: SocketAddr
     .await;
 }
 
-/// What the greedy token was answered.
+/// What the flooding tokens were answered.
 #[derive(Default)]
 pub struct Greedy {
-    /// Long polls refused as over the token's share (`long-polls-of-token`).
+    /// Long polls refused as over their token's share (`long-polls-of-token`), any token's.
     pub polls_over_share: AtomicU64,
     /// Pages of duplicates served.
     pub duplicate_pages: AtomicU64,
@@ -187,9 +196,9 @@ async fn greedy(
         while !stop.load(Ordering::Relaxed) {
             pace.tick().await;
             let (method, path) = match i % 8 {
-                0..=3 => ("GET", "/api/v1/feed?source=sw&wait=10".to_string()),
-                4 => ("PUT", format!("/api/v1/feed/consumers/greedy-{i}")),
-                5 | 6 => (
+                0..=4 => ("GET", "/api/v1/feed?source=sw&wait=10".to_string()),
+                5 => ("PUT", format!("/api/v1/feed/consumers/greedy-{i}")),
+                6 => (
                     "GET",
                     "/api/v1/feed?include=duplicate&limit=500&source=shop&after=0.0".to_string(),
                 ),
