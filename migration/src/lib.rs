@@ -22,6 +22,7 @@ mod m20261203_000017_form_fields;
 mod m20261203_000018_handshake_waits;
 mod m20261203_000019_api_tokens;
 mod m20261204_000020_feed;
+mod m20261205_000021_feed_owners;
 mod m20261205_000022_problem_reasons;
 mod m20261205_000023_body_doc_not_parallel;
 
@@ -51,6 +52,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000018_handshake_waits::Migration),
             Box::new(m20261203_000019_api_tokens::Migration),
             Box::new(m20261204_000020_feed::Migration),
+            Box::new(m20261205_000021_feed_owners::Migration),
             Box::new(m20261205_000022_problem_reasons::Migration),
             Box::new(m20261205_000023_body_doc_not_parallel::Migration),
         ]

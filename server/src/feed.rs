@@ -11,7 +11,8 @@
 //!   a commit costs one query, not one per waiting poll. Rows held back behind a running
 //!   transaction are looked at again after [`HELD_BACK_RECHECK`]; with polls waiting, every
 //!   [`BACKSTOP`] too (a lost notification, SQLite's other processes).
-//! - At most [`MAX_WAITERS`] long polls wait at once per process; one more is 429.
+//! - At most [`MAX_WAITERS`] long polls wait at once per process, at most
+//!   [`MAX_WAITERS_PER_TOKEN`] of them one API token's; one more is 429.
 //! - Shutdown ends every wait at once (its answer: what there is, likely nothing).
 
 use crate::background::Background;
@@ -27,6 +28,19 @@ pub const CHANNEL: &str = "hookbox_feed";
 
 /// Long polls waiting at once in one process, at most.
 pub const MAX_WAITERS: usize = 256;
+
+/// Long polls of one API token waiting at once in one process, at most: a quarter of the
+/// places, so one token never takes them all.
+pub const MAX_WAITERS_PER_TOKEN: usize = MAX_WAITERS / 4;
+
+/// Why a long poll gets no place among the waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoPlace {
+    /// [`MAX_WAITERS`] wait already.
+    Full,
+    /// The token has [`MAX_WAITERS_PER_TOKEN`] waiting already.
+    TokenShare,
+}
 
 /// Pages of the feed read at once in one process, at most: each holds up to about 1 MiB of
 /// bodies several times over (rows, items, the answer); the others wait their turn.
@@ -44,6 +58,8 @@ pub const BACKSTOP: Duration = Duration::from_secs(1);
 /// One long poll waiting: what it takes, and how it is woken.
 pub struct Waiting {
     selection: Selection,
+    /// The API token polling (`api_tokens.id`).
+    token: i64,
     wake: Notify,
 }
 
@@ -102,19 +118,28 @@ impl FeedSignal {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A place among the waiters for a poll of `selection`, or `None` when [`MAX_WAITERS`] wait
-    /// already. Taken before the poll's first read, so nothing served after that read is missed.
-    pub fn wait_for(self: &Arc<Self>, selection: &Selection) -> Option<Waiter> {
+    /// A place among the waiters for a poll of `selection` by the API token `token`, or why
+    /// there is none ([`MAX_WAITERS`], [`MAX_WAITERS_PER_TOKEN`]). Taken before the poll's first
+    /// read, so nothing served after that read is missed.
+    pub fn wait_for(
+        self: &Arc<Self>,
+        selection: &Selection,
+        token: i64,
+    ) -> Result<Waiter, NoPlace> {
         let mut waiting = self.lock();
         if waiting.len() >= MAX_WAITERS {
-            return None;
+            return Err(NoPlace::Full);
+        }
+        if waiting.iter().filter(|w| w.token == token).count() >= MAX_WAITERS_PER_TOKEN {
+            return Err(NoPlace::TokenShare);
         }
         let entry = Arc::new(Waiting {
             selection: selection.clone(),
+            token,
             wake: Notify::new(),
         });
         waiting.push(entry.clone());
-        Some(Waiter {
+        Ok(Waiter {
             waiting: entry,
             signal: self.clone(),
         })
@@ -247,15 +272,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn at_most_max_waiters_wait_and_a_place_is_given_back_when_a_poll_ends() {
+    fn at_most_max_waiters_wait_a_token_takes_its_share_and_a_place_is_given_back() {
         let signal = Arc::new(FeedSignal::default());
         let selection = Selection::default();
-        let places: Vec<Waiter> = (0..MAX_WAITERS)
-            .map(|_| signal.wait_for(&selection).expect("a place"))
+        let mine: Vec<Waiter> = (0..MAX_WAITERS_PER_TOKEN)
+            .map(|_| signal.wait_for(&selection, 1).expect("a place"))
             .collect();
-        assert!(signal.wait_for(&selection).is_none(), "one more is refused");
-        drop(places);
-        assert!(signal.wait_for(&selection).is_some());
+        assert_eq!(
+            signal.wait_for(&selection, 1).err(),
+            Some(NoPlace::TokenShare),
+            "one token takes a quarter at most"
+        );
+        let others: Vec<Waiter> = (0..MAX_WAITERS - MAX_WAITERS_PER_TOKEN)
+            .map(|i| {
+                signal
+                    .wait_for(&selection, 2 + (i % 3) as i64)
+                    .expect("a place")
+            })
+            .collect();
+        assert_eq!(
+            signal.wait_for(&selection, 9).err(),
+            Some(NoPlace::Full),
+            "one more is refused"
+        );
+        drop(mine);
+        assert!(signal.wait_for(&selection, 1).is_ok());
+        drop(others);
     }
 
     #[tokio::test]
@@ -266,8 +308,8 @@ mod tests {
             ..Selection::default()
         };
         let (for_shop, for_all) = (
-            signal.wait_for(&shop).expect("a place"),
-            signal.wait_for(&Selection::default()).expect("a place"),
+            signal.wait_for(&shop, 1).expect("a place"),
+            signal.wait_for(&Selection::default(), 1).expect("a place"),
         );
         signal.wake(&[app::feed::Kind {
             source: "gh".into(),

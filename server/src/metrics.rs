@@ -111,45 +111,55 @@ const BUCKETS: &[f64] = &[
 /// How often, at most, the feed consumers' lag is read for `/metrics`.
 pub const FEED_LAG_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// Each feed consumer's lag gauges, read at most once per [`FEED_LAG_EVERY`] whatever the
-/// scrapes (one at a time); a consumer deleted since reads 0.
-async fn read_feed_lag(db: &app::db::Db) {
+/// Each feed consumer's lag gauges, refreshed at most once per [`FEED_LAG_EVERY`] by a task of
+/// its own (one at a time): a scrape never waits for the reading, it shows the last figures.
+/// Every consumer's lag is one bounded statement (`consumers::lags`); a consumer deleted since
+/// reads 0.
+fn read_feed_lag(db: &app::db::Db) {
     use app::feed::consumers;
     static LAST: tokio::sync::Mutex<(Option<Instant>, Vec<String>)> =
         tokio::sync::Mutex::const_new((None, Vec::new()));
-    let mut last = LAST.lock().await;
+    // A refresh running holds it: that one will do.
+    let Ok(mut last) = LAST.try_lock() else {
+        return;
+    };
     if last.0.is_some_and(|at| at.elapsed() < FEED_LAG_EVERY) {
         return;
     }
     last.0 = Some(Instant::now());
-    let list = match consumers::list(db).await {
-        Ok(list) => list,
-        Err(e) => {
-            metrics::counter!(READ_FAILURES, "read" => "feed_lag").increment(1);
-            tracing::warn!(error = %e, "metrics: the feed consumers could not be listed");
-            return;
-        }
-    };
-    for consumer in &list {
-        match consumers::lag(db, consumer, &consumer.selection()).await {
-            Ok(lag) => feed_lag(&consumer.name, lag.items, lag.seconds),
+    let db = db.clone();
+    tokio::spawn(async move {
+        let list = match consumers::list(&db).await {
+            Ok(list) => list,
             Err(e) => {
                 metrics::counter!(READ_FAILURES, "read" => "feed_lag").increment(1);
-                tracing::warn!(consumer = %consumer.name, error = %e, "metrics: a feed consumer's lag could not be read");
+                tracing::warn!(error = %e, "metrics: the feed consumers could not be listed");
+                return;
+            }
+        };
+        match consumers::lags(&db, &list).await {
+            Ok(lags) => {
+                for (consumer, lag) in list.iter().zip(lags) {
+                    feed_lag(&consumer.name, lag.items, lag.seconds);
+                }
+            }
+            Err(e) => {
+                metrics::counter!(READ_FAILURES, "read" => "feed_lag").increment(1);
+                tracing::warn!(error = %e, "metrics: the feed consumers' lag could not be read");
             }
         }
-    }
-    for gone in last
-        .1
-        .iter()
-        .filter(|n| !list.iter().any(|c| &c.name == *n))
-    {
-        feed_lag(gone, 0, 0);
-    }
-    last.1 = list.into_iter().map(|c| c.name).collect();
+        for gone in last
+            .1
+            .iter()
+            .filter(|n| !list.iter().any(|c| &c.name == *n))
+        {
+            feed_lag(gone, 0, 0);
+        }
+        last.1 = list.into_iter().map(|c| c.name).collect();
+    });
 }
 
-/// A feed consumer's lag: items behind (counted up to `consumers::LAG_COUNT_CAP`) and the age
+/// A feed consumer's lag: items behind (among the `consumers::LAG_SCAN` rows looked at) and the age
 /// of the oldest of them, in seconds.
 fn feed_lag(consumer: &str, items: i64, seconds: i64) {
     metrics::gauge!("hookbox_feed_consumer_lag_items", "consumer" => consumer.to_string())
@@ -221,7 +231,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
     }
     read_verify_runs(&state).await;
     read_open_problems(&state).await;
-    read_feed_lag(&state.db).await;
+    read_feed_lag(&state.db);
     if !state.config.destinations.is_empty() {
         read_forward_dead(&state).await;
         match app::forward::backlog(&state.db).await {

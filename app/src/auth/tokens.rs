@@ -50,9 +50,11 @@ impl ApiToken {
     }
 }
 
-/// Who calls the API: a live token's name, role and sources.
+/// Who calls the API: a live token's id, name, role and sources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// `api_tokens.id`: what owns the feed consumers the token makes.
+    pub id: i64,
     pub name: String,
     /// Who acts, in the audit log and on what it changes (a replay's `replayed_by`): `token
     /// NAME`, which no user's name can equal (user names hold no space).
@@ -275,6 +277,21 @@ pub async fn list_tokens(db: &Db) -> Result<Vec<ApiToken>, DbErr> {
         .collect()
 }
 
+/// The sources token `id` is limited to (`Some(None)`: every source), or `None` when there is
+/// no such token: what a feed consumer it owns may read.
+pub async fn token_sources(db: &Db, id: i64) -> Result<Option<Option<Vec<String>>>, DbErr> {
+    let row = db
+        .conn
+        .query_one_raw(statement(
+            db,
+            "SELECT sources FROM api_tokens WHERE id = $1",
+            vec![id.into()],
+        ))
+        .await?;
+    row.map(|row| sources_of(row.try_get("", "sources")?))
+        .transpose()
+}
+
 fn sources_of(text: Option<String>) -> Result<Option<Vec<String>>, DbErr> {
     text.map(|text| {
         serde_json::from_str(&text)
@@ -300,7 +317,7 @@ pub async fn authenticate(db: &Db, headers: &http::HeaderMap) -> Result<Caller, 
         .conn
         .query_one_raw(statement(
             db,
-            "SELECT name, role, sources, expires_at, revoked_at, last_used_at
+            "SELECT id, name, role, sources, expires_at, revoked_at, last_used_at
                FROM api_tokens WHERE token_hash = $1",
             vec![hash.clone().into()],
         ))
@@ -322,6 +339,7 @@ pub async fn authenticate(db: &Db, headers: &http::HeaderMap) -> Result<Caller, 
     let role: String = row.try_get("", "role")?;
     let name: String = row.try_get("", "name")?;
     let caller = Caller {
+        id: row.try_get("", "id")?,
         actor: format!("token {name}"),
         name,
         role: Role::parse(&role)

@@ -7,24 +7,31 @@
 //! - A seek moves anywhere: the earliest cursor kept, the latest, or a time.
 //! - A lease is taken (or renewed) by a read naming its holder and lasts [`LEASE`]; while it is
 //!   live, a read, commit or seek by anyone else is refused.
-//! - At most [`MAX_CONSUMERS`] exist; lag counts at most [`LAG_COUNT_CAP`] items.
+//! - A consumer belongs to the API token that created it (`owner`); the API lets only it, or an
+//!   operator's token, use it. Creating one, changing its selection, seeking and deleting it are
+//!   audited (commits, the hot path, are not).
+//! - At most [`MAX_CONSUMERS`] exist, at most [`MAX_CONSUMERS_PER_OWNER`] of one token; lag
+//!   ([`lag`]) looks at a bounded window of the archive per consumer.
+
+mod lag;
+
+pub use lag::{LAG_SCAN, Lag, lag, lags};
 
 use super::{Cursor, FeedError, Page, Selection, read};
 use crate::db::Db;
 use crate::db::audit::{AuditEntry, audit};
-use crate::db::dialect::Dialect;
 use crate::model::AuditAction;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
 
 /// The most consumers a database holds.
 pub const MAX_CONSUMERS: i64 = 100;
 
+/// The most consumers one API token owns (its share of [`MAX_CONSUMERS`]).
+pub const MAX_CONSUMERS_PER_OWNER: i64 = 20;
+
 /// How long a lease lasts after the read or commit that took or renewed it.
 pub const LEASE: Duration = Duration::seconds(30);
-
-/// Lag in items is counted up to this many (a count past it reads as this).
-pub const LAG_COUNT_CAP: i64 = 100_000;
 
 /// The longest consumer name and lease holder, in bytes.
 pub const MAX_NAME_BYTES: usize = 64;
@@ -39,6 +46,9 @@ pub struct Consumer {
     pub committed_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub created_by: String,
+    /// The API token that created it (`api_tokens.id`); none for one made before owners were
+    /// kept, or not through the API.
+    pub owner: Option<i64>,
     pub lease_holder: Option<String>,
     pub lease_until: Option<DateTime<Utc>>,
 }
@@ -62,14 +72,6 @@ impl Consumer {
     }
 }
 
-/// How far a consumer is behind: items after its committed cursor (at most
-/// [`LAG_COUNT_CAP`]) and the age of the oldest of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Lag {
-    pub items: i64,
-    pub seconds: i64,
-}
-
 /// Where a seek goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seek {
@@ -84,6 +86,8 @@ pub enum ConsumerError {
     NotFound(String),
     /// [`MAX_CONSUMERS`] exist already.
     TooMany,
+    /// The token owns [`MAX_CONSUMERS_PER_OWNER`] already.
+    TooManyOfOwner,
     /// The commit is before the committed cursor.
     Backwards {
         committed: Cursor,
@@ -116,6 +120,10 @@ impl std::fmt::Display for ConsumerError {
             ConsumerError::TooMany => write!(
                 f,
                 "there are {MAX_CONSUMERS} consumers already, the most hookbox keeps; an operator deletes one first"
+            ),
+            ConsumerError::TooManyOfOwner => write!(
+                f,
+                "this token owns {MAX_CONSUMERS_PER_OWNER} consumers already, the most one token may (of the {MAX_CONSUMERS} hookbox keeps); an operator deletes one first"
             ),
             ConsumerError::Backwards { committed } => write!(
                 f,
@@ -155,17 +163,28 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
 }
 
 const COLUMNS: &str = "name, sources, types, committed_tx, committed_id, committed_at, created_at,
-    created_by, lease_holder, lease_until";
+    created_by, owner_token_id, lease_holder, lease_until";
 
-/// Creates the consumer at the earliest cursor kept, or changes the selection of the one of
-/// that name (its cursor stays); `true` when it was created.
+/// Who puts a consumer: `actor` (for `created_by` and the audit log), the API token that owns
+/// what it creates (`owner`), and whether it may change a consumer another token owns.
+#[derive(Debug, Clone, Copy)]
+pub struct Putter<'a> {
+    pub actor: &'a str,
+    pub owner: Option<i64>,
+    pub manages_any: bool,
+}
+
+/// Creates the consumer at the earliest cursor kept, owned by `by.owner`, or changes the
+/// selection of the one of that name (its cursor and owner stay); `true` when it was created.
+/// Either is audited. A consumer of another owner, unless `by.manages_any`, is
+/// [`ConsumerError::NotFound`].
 pub async fn put(
     db: &Db,
     name: &str,
     selection: &Selection,
-    by: &str,
+    by: Putter<'_>,
 ) -> Result<(Consumer, bool), ConsumerError> {
-    let existed = get(db, name).await?.is_some();
+    let before = get(db, name).await?;
     let start = super::earliest(db).await?;
     let json = |names: &Option<Vec<String>>| {
         names
@@ -178,12 +197,15 @@ pub async fn put(
             db.backend(),
             format!(
                 "INSERT INTO feed_consumers (name, sources, types, committed_tx, committed_id,
-                     created_at, created_by)
-                 SELECT $1, $2, $3, $4, $5, $6, $7
-                 WHERE (SELECT count(*) FROM feed_consumers) < {MAX_CONSUMERS}
-                    OR EXISTS (SELECT 1 FROM feed_consumers WHERE name = $1)
+                     created_at, created_by, owner_token_id)
+                 SELECT $1, $2, $3, $4, $5, $6, $7, $8
+                 WHERE EXISTS (SELECT 1 FROM feed_consumers WHERE name = $1)
+                    OR ((SELECT count(*) FROM feed_consumers) < {MAX_CONSUMERS}
+                        AND (SELECT count(*) FROM feed_consumers WHERE owner_token_id = $8)
+                            < {MAX_CONSUMERS_PER_OWNER})
                  ON CONFLICT (name) DO UPDATE SET sources = excluded.sources,
-                     types = excluded.types"
+                     types = excluded.types
+                 WHERE $9 OR feed_consumers.owner_token_id = $8"
             ),
             vec![
                 name.into(),
@@ -192,18 +214,68 @@ pub async fn put(
                 start.tx.into(),
                 start.id.into(),
                 Utc::now().into(),
-                by.into(),
+                by.actor.into(),
+                by.owner.into(),
+                by.manages_any.into(),
             ],
         ))
         .await?;
     drop(writer);
+    let consumer = get(db, name).await?;
     if result.rows_affected() == 0 {
-        return Err(ConsumerError::TooMany);
+        return Err(match consumer {
+            // Another token's (created meanwhile, or all along).
+            Some(_) => ConsumerError::NotFound(name.to_string()),
+            None if owned_by(db, by.owner).await? >= MAX_CONSUMERS_PER_OWNER => {
+                ConsumerError::TooManyOfOwner
+            }
+            None => ConsumerError::TooMany,
+        });
     }
-    let consumer = get(db, name)
-        .await?
-        .ok_or_else(|| ConsumerError::NotFound(name.to_string()))?;
-    Ok((consumer, !existed))
+    let consumer = consumer.ok_or_else(|| ConsumerError::NotFound(name.to_string()))?;
+    let shown = |c: &Consumer| {
+        let list = |names: &Option<Vec<String>>| json(names).unwrap_or_else(|| "all".into());
+        format!("sources {}, types {}", list(&c.sources), list(&c.types))
+    };
+    let (action, detail) = match &before {
+        None => (AuditAction::CreateFeedConsumer, shown(&consumer)),
+        Some(before) => (
+            AuditAction::ChangeFeedConsumer,
+            format!("from {} to {}", shown(before), shown(&consumer)),
+        ),
+    };
+    audit(
+        db,
+        AuditEntry {
+            actor: by.actor,
+            action,
+            target: Some(name),
+            outcome: "succeeded",
+            detail: Some(&detail),
+            address: None,
+        },
+    )
+    .await?;
+    Ok((consumer, before.is_none()))
+}
+
+/// How many consumers the token `owner` owns (0 for none).
+async fn owned_by(db: &Db, owner: Option<i64>) -> Result<i64, DbErr> {
+    let Some(owner) = owner else {
+        return Ok(0);
+    };
+    let row = db
+        .conn
+        .query_one_raw(Statement::from_sql_and_values(
+            db.backend(),
+            "SELECT count(*) AS n FROM feed_consumers WHERE owner_token_id = $1",
+            vec![owner.into()],
+        ))
+        .await?;
+    Ok(row
+        .map(|r| r.try_get::<i64>("", "n"))
+        .transpose()?
+        .unwrap_or(0))
 }
 
 /// The consumer of that name.
@@ -416,41 +488,6 @@ async fn lease(db: &Db, name: &str, holder: Option<&str>) -> Result<Consumer, Co
     Ok(consumer)
 }
 
-/// How far the consumer is behind what `selection` (its own, or narrower) takes: committed
-/// items it has not committed, and those the feed holds back behind a running transaction.
-pub async fn lag(db: &Db, consumer: &Consumer, selection: &Selection) -> Result<Lag, DbErr> {
-    let dialect = Dialect::of(db.backend());
-    let mut values: Vec<Value> = vec![consumer.committed.tx.into(), consumer.committed.id.into()];
-    let conditions = selection.conditions(dialect, &mut values);
-    // Rows of transactions still running count too: a feed held back by one shows as lag.
-    let after = format!("FROM webhook_events e WHERE (e.feed_tx, e.id) > ($1, $2){conditions}");
-    let count = db
-        .conn
-        .query_one_raw(Statement::from_sql_and_values(
-            db.backend(),
-            format!("SELECT count(*) AS n FROM (SELECT 1 {after} LIMIT {LAG_COUNT_CAP}) AS behind"),
-            values.clone(),
-        ))
-        .await?
-        .map(|r| r.try_get::<i64>("", "n"))
-        .transpose()?
-        .unwrap_or(0);
-    let oldest = db
-        .conn
-        .query_one_raw(Statement::from_sql_and_values(
-            db.backend(),
-            format!("SELECT e.received_at {after} ORDER BY e.feed_tx, e.id LIMIT 1"),
-            values,
-        ))
-        .await?
-        .map(|r| r.try_get::<DateTime<Utc>>("", "received_at"))
-        .transpose()?;
-    Ok(Lag {
-        items: count,
-        seconds: oldest.map_or(0, |at| (Utc::now() - at).num_seconds().max(0)),
-    })
-}
-
 fn consumer_of(row: &QueryResult) -> Result<Consumer, DbErr> {
     let names = |column: &str| -> Result<Option<Vec<String>>, DbErr> {
         row.try_get::<Option<String>>("", column)?
@@ -468,6 +505,7 @@ fn consumer_of(row: &QueryResult) -> Result<Consumer, DbErr> {
         committed_at: row.try_get("", "committed_at")?,
         created_at: row.try_get("", "created_at")?,
         created_by: row.try_get("", "created_by")?,
+        owner: row.try_get("", "owner_token_id")?,
         lease_holder: row.try_get("", "lease_holder")?,
         lease_until: row.try_get("", "lease_until")?,
     })

@@ -15,6 +15,9 @@
 //! [`consumers`]: named readers whose committed cursor hookbox keeps.
 
 pub mod consumers;
+mod news;
+
+pub use news::{Kind, NEWS_ROWS, held_back, news};
 
 use crate::db::Db;
 use crate::db::dialect::Dialect;
@@ -85,6 +88,9 @@ pub struct Selection {
     pub types: Option<Vec<String>>,
     pub include_stale: bool,
     pub include_duplicate: bool,
+    /// The sources the reader may see at all (`None`: every one; set by [`Selection::within`]):
+    /// only their rows move an empty page's cursor, so it tells nothing of the others.
+    pub scope: Option<Vec<String>>,
 }
 
 impl Selection {
@@ -102,6 +108,7 @@ impl Selection {
 
     /// The selection narrowed to the sources a caller may see (`None`: every source).
     pub fn within(mut self, scope: Option<&[String]>) -> Selection {
+        self.scope = scope.map(<[String]>::to_vec);
         if let Some(scope) = scope {
             self.sources = Some(match self.sources {
                 None => scope.to_vec(),
@@ -134,7 +141,14 @@ impl Selection {
         let mut sql = format!(" AND e.outcome IN ({})", outcomes.join(", "));
         for (column, names) in [("e.source", &self.sources), ("e.event_type", &self.types)] {
             if let Some(names) = names {
-                values.push(serde_json::Value::from(names.clone()).to_string().into());
+                // A name with a NUL (a consumer stored before [`check_names`] refused it) matches
+                // nothing, as no archived text holds one: left out, it breaks no statement.
+                let names: Vec<&str> = names
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|n| !n.contains('\0'))
+                    .collect();
+                values.push(serde_json::Value::from(names).to_string().into());
                 sql.push_str(&format!(
                     " AND {column} IN (SELECT value FROM {})",
                     dialect.json_strings(&format!("${}", values.len()))
@@ -146,7 +160,7 @@ impl Selection {
 }
 
 /// What a selection may name, checked before it is stored or read: its lists bounded, each name
-/// non-empty and bounded.
+/// non-empty, bounded and without control characters (a NUL breaks PostgreSQL's text).
 pub fn check_names(what: &str, names: &[String]) -> Result<(), String> {
     if names.is_empty() {
         return Err(format!("{what} is empty; leave it out to take every one"));
@@ -164,6 +178,13 @@ pub fn check_names(what: &str, names: &[String]) -> Result<(), String> {
         return Err(format!(
             "{what} has an entry of {} bytes; each is 1 to {MAX_TYPE_BYTES}",
             bad.len()
+        ));
+    }
+    // A NUL cannot be stored in PostgreSQL's text (nor any name hookbox archives), and no
+    // control character names a source or a type.
+    if let Some(bad) = names.iter().find(|n| n.chars().any(char::is_control)) {
+        return Err(format!(
+            "{what} has an entry with a control character ({bad:?}); names are printable text"
         ));
     }
     Ok(())
@@ -288,56 +309,47 @@ async fn latest_served(db: &Db) -> Result<Option<Cursor>, DbErr> {
     row.map(|r| cursor_of(&r, "feed_tx", "id")).transpose()
 }
 
-/// What one item served after a place was: for waking the long polls that take it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kind {
-    pub source: String,
-    pub event_type: Option<String>,
-    pub outcome: OutcomeKind,
-}
-
-/// Rows served after `after` at once, at most, by [`news`].
-pub const NEWS_ROWS: usize = 2000;
-
-/// The kinds of the rows served after `after` (at most [`NEWS_ROWS`] of them), the place of the
-/// last, and whether rows wait behind the horizon when none is served yet.
-pub async fn news(db: &Db, after: Cursor) -> Result<(Vec<Kind>, Cursor, bool), DbErr> {
+/// The place of the last row of `sources` the feed serves now, if any: one look per source
+/// down the index on (source, feed_tx, id).
+async fn latest_served_of(db: &Db, sources: &[String]) -> Result<Option<Cursor>, DbErr> {
     let dialect = Dialect::of(db.backend());
+    let sources: Vec<&str> = sources
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !n.contains('\0'))
+        .collect();
+    // Each source's last row, its two columns looked up alike (a scalar subquery each: SQLite
+    // has no lateral join).
+    let last = |column: &str| {
+        format!(
+            "(SELECT w.{column} FROM webhook_events w
+              WHERE w.source = d.value AND w.feed_tx < {}
+              ORDER BY w.feed_tx DESC, w.id DESC LIMIT 1)",
+            dialect.feed_horizon()
+        )
+    };
     let rows = db
         .conn
         .query_all_raw(Statement::from_sql_and_values(
             db.backend(),
             format!(
-                "SELECT e.source, e.event_type, e.outcome, e.feed_tx, e.id FROM webhook_events e
-                 WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {}
-                 ORDER BY e.feed_tx, e.id LIMIT {NEWS_ROWS}",
-                dialect.feed_horizon()
+                "SELECT {tx} AS feed_tx, {id} AS id FROM {names}",
+                tx = last("feed_tx"),
+                id = last("id"),
+                names = dialect.json_strings("$1"),
             ),
-            vec![after.tx.into(), after.id.into()],
+            vec![serde_json::Value::from(sources).to_string().into()],
         ))
         .await?;
-    let Some(last) = rows.last() else {
-        return Ok((Vec::new(), after, held_back(db, after).await?));
-    };
-    let last = cursor_of(last, "feed_tx", "id")?;
-    let mut seen = std::collections::HashSet::new();
-    let mut kinds: Vec<Kind> = Vec::new();
+    let mut latest = None;
     for row in &rows {
-        let outcome: String = row.try_get("", "outcome")?;
-        let Some(outcome) = OutcomeKind::parse(&outcome) else {
-            continue;
-        };
-        let (source, event_type): (String, Option<String>) =
-            (row.try_get("", "source")?, row.try_get("", "event_type")?);
-        if seen.insert((source.clone(), event_type.clone(), outcome.as_str())) {
-            kinds.push(Kind {
-                source,
-                event_type,
-                outcome,
-            });
+        let (tx, id): (Option<i64>, Option<i64>) =
+            (row.try_get("", "feed_tx")?, row.try_get("", "id")?);
+        if let (Some(tx), Some(id)) = (tx, id) {
+            latest = latest.max(Some(Cursor { tx, id }));
         }
     }
-    Ok((kinds, last, false))
+    Ok(latest)
 }
 
 /// The cursor just before the first delivery received at or after `at` (by its receipt time),
@@ -380,8 +392,16 @@ pub async fn read(
     // The latest place served before this read: if the read finds nothing after `after`, the
     // selection has nothing up to it either (a row that becomes served later sorts after it), so
     // an empty page moves the reader there, and a quiet selection keeps up with the retention.
-    let served = latest_served(db).await?;
-    // First the places and sizes alone, then the bodies of those within the page's bytes.
+    // A reader of some sources is moved only by their rows, so its empty pages tell nothing of
+    // the others' traffic; and at least to the purge's place (itself past the retention), so a
+    // quiet reader is never left behind it.
+    let served = match &selection.scope {
+        None => latest_served(db).await?,
+        Some(scope) => latest_served_of(db, scope).await?.max(purged),
+    };
+    // First the places and the bytes each item carries alone, then the items within the page's
+    // bytes: a duplicate stores no body of its own but carries its event's snapshot (or the
+    // body it refers to), and counts as that.
     let mut values: Vec<Value> = vec![after.tx.into(), after.id.into()];
     let conditions = selection.conditions(dialect, &mut values);
     values.push(i64::try_from(limit).unwrap_or(500).into());
@@ -391,9 +411,11 @@ pub async fn read(
             db.backend(),
             format!(
                 "SELECT e.id, e.feed_tx, {bytes} AS bytes FROM webhook_events e
+                 {joins}
                  WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {horizon}{conditions}
                  ORDER BY e.feed_tx, e.id LIMIT ${n}",
-                bytes = dialect.byte_length("e.body"),
+                bytes = carried_bytes(dialect),
+                joins = CONTENT_JOINS,
                 horizon = dialect.feed_horizon(),
                 n = values.len(),
             ),
@@ -422,10 +444,10 @@ pub async fn read(
             db.backend(),
             format!(
                 "SELECT e.id, e.feed_tx, e.source, e.event_id, e.event_type, e.object_id,
-                        e.revision, e.outcome, e.received_at, e.body, e.body_fields,
-                        {snapshot} AS snapshot
+                        e.revision, e.outcome, e.received_at, {BODY} AS body,
+                        {FIELDS} AS body_fields, {snapshot} AS snapshot
                  FROM webhook_events e
-                 LEFT JOIN webhook_inbox i ON i.source = e.source AND i.event_id = e.event_id
+                 {CONTENT_JOINS}
                  WHERE e.id {among}
                  ORDER BY e.feed_tx, e.id",
                 snapshot = dialect.json_text("i.snapshot"),
@@ -443,33 +465,32 @@ pub async fn read(
     })
 }
 
-/// Whether rows after `after` wait behind the horizon (PostgreSQL: transactions still running
-/// wrote them, or one older still runs).
-pub async fn held_back(db: &Db, after: Cursor) -> Result<bool, DbErr> {
-    let dialect = Dialect::of(db.backend());
-    if dialect == Dialect::Sqlite {
-        return Ok(false);
-    }
-    let row = db
-        .conn
-        .query_one_raw(Statement::from_sql_and_values(
-            db.backend(),
-            format!(
-                "SELECT count(*) AS n FROM (SELECT 1 FROM webhook_events
-                 WHERE (feed_tx, id) > ($1, $2) AND feed_tx >= {} LIMIT 1) AS waiting",
-                dialect.feed_horizon()
-            ),
-            vec![after.tx.into(), after.id.into()],
-        ))
-        .await?;
-    Ok(row
-        .map(|r| r.try_get::<i64>("", "n"))
-        .transpose()?
-        .unwrap_or(0)
-        > 0)
+/// What an item's content comes from: its event's snapshot in the inbox (`i`), and the earlier
+/// row whose identical body a duplicate refers to (`o`, `body_of`).
+const CONTENT_JOINS: &str =
+    "LEFT JOIN webhook_inbox i ON i.source = e.source AND i.event_id = e.event_id
+                 LEFT JOIN webhook_events o ON o.id = e.body_of";
+
+/// The body an item hands on: its own, or the one it refers to.
+const BODY: &str = "COALESCE(o.body, e.body)";
+
+/// A form's fields, which go with the body.
+const FIELDS: &str = "CASE WHEN e.body_of IS NULL THEN e.body_fields ELSE o.body_fields END";
+
+/// The bytes an item carries (what [`item_of`] makes its content of): the snapshot's text,
+/// else the form's fields, else the body.
+fn carried_bytes(dialect: Dialect) -> String {
+    format!(
+        "CASE WHEN i.snapshot IS NOT NULL THEN {snapshot}
+              WHEN {FIELDS} IS NOT NULL THEN {fields}
+              ELSE COALESCE({body}, 0) END",
+        snapshot = dialect.text_bytes(&dialect.json_text("i.snapshot")),
+        fields = dialect.text_bytes(FIELDS),
+        body = dialect.byte_length(BODY),
+    )
 }
 
-fn cursor_of(row: &QueryResult, tx: &str, id: &str) -> Result<Cursor, DbErr> {
+pub(crate) fn cursor_of(row: &QueryResult, tx: &str, id: &str) -> Result<Cursor, DbErr> {
     Ok(Cursor {
         tx: row.try_get("", tx)?,
         id: row.try_get("", id)?,

@@ -13,9 +13,11 @@ pub struct FeedConsumerRow {
     /// Its committed cursor.
     pub committed: String,
     pub committed_at: Option<String>,
-    /// Items after its committed cursor, counted up to `lag_cap`.
+    /// Its items among the archive rows after its committed cursor that lag looks at
+    /// (`app::feed::consumers::LAG_SCAN`).
     pub lag_items: i64,
-    pub lag_cap: i64,
+    /// More rows follow those looked at: `lag_items` is a lower bound.
+    pub lag_capped: bool,
     /// The age of the oldest item it has not committed, in seconds.
     pub lag_seconds: i64,
     /// Until when a reader holds its lease, while one does.

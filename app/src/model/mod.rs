@@ -109,7 +109,10 @@ vocabulary! {
         /// An API token made or revoked (`hookbox token`, `/tokens`).
         AddToken = "add_token",
         RevokeToken = "revoke_token",
-        /// A feed consumer deleted, or its cursor moved by a seek (`/api/v1/feed/consumers`).
+        /// A feed consumer created, its selection changed, deleted, or its cursor moved by a
+        /// seek (`/api/v1/feed/consumers`); commits are not audited.
+        CreateFeedConsumer = "create_feed_consumer",
+        ChangeFeedConsumer = "change_feed_consumer",
         DeleteFeedConsumer = "delete_feed_consumer",
         SeekFeedConsumer = "seek_feed_consumer",
     }

@@ -18,17 +18,18 @@ pub async fn feed_consumers() -> Result<Vec<FeedConsumerRow>, DashboardError> {
         .map_err(|e| guard::unavailable(&e))?;
     let now = chrono::Utc::now();
     let time = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339();
+    // Every consumer's lag in one bounded statement.
+    let lags = consumers::lags(&db, &list)
+        .await
+        .map_err(|e| guard::unavailable(&e))?;
     let mut rows = Vec::with_capacity(list.len());
-    for consumer in list {
-        let lag = consumers::lag(&db, &consumer, &consumer.selection())
-            .await
-            .map_err(|e| guard::unavailable(&e))?;
+    for (consumer, lag) in list.into_iter().zip(lags) {
         rows.push(FeedConsumerRow {
             lease_until: consumer.leased_to(now).and(consumer.lease_until).map(time),
             committed: consumer.committed.to_string(),
             committed_at: consumer.committed_at.map(time),
             lag_items: lag.items,
-            lag_cap: consumers::LAG_COUNT_CAP,
+            lag_capped: lag.capped,
             lag_seconds: lag.seconds,
             name: consumer.name,
             sources: consumer.sources,
@@ -90,8 +91,8 @@ fn ConsumerTable(rows: Vec<FeedConsumerRow>) -> impl IntoView {
             </tr></thead>
             <tbody>
                 {rows.into_iter().map(|r| {
-                    let behind = if r.lag_items >= r.lag_cap {
-                        format!("{}+ items", r.lag_cap)
+                    let behind = if r.lag_capped {
+                        format!("{}+ items", r.lag_items)
                     } else if r.lag_items == 1 {
                         "1 item".to_string()
                     } else {

@@ -1,10 +1,13 @@
 //! `/api/v1/feed/consumers`: named consumers of the pull feed ([`app::feed::consumers`]): what
-//! each reads, its committed cursor, commit, seek and lease, for the token's sources.
+//! each reads, its committed cursor, commit, seek and lease.
 //!
-//! - A token limited to some sources creates consumers of those sources and uses only the
-//!   consumers that read nothing else (the others are 404 to it).
-//! - Any token reads, creates, commits and seeks; deleting a consumer is an operator's. Seeks and
-//!   deletions are audited.
+//! - A consumer belongs to the token that created it: only that token, or an operator's token
+//!   that sees every source it reads, uses it; to any other it does not exist (404). Its
+//!   selection is within its token's sources.
+//! - A token owns at most [`consumers::MAX_CONSUMERS_PER_OWNER`] of the
+//!   [`consumers::MAX_CONSUMERS`] (409 beyond, naming the limit).
+//! - Any token creates, reads, commits and seeks its own; deleting a consumer is an operator's.
+//!   Creations, changes of selection, seeks and deletions are audited.
 
 use super::ApiError;
 use super::doc::page;
@@ -13,7 +16,8 @@ use super::feed::{FeedPage, cursor, feed_error, long_poll, wait};
 use crate::AppState;
 use app::auth::tokens::Caller;
 use app::feed::Selection;
-use app::feed::consumers::{self, Consumer, ConsumerError, Seek};
+use app::feed::consumers::{self, Consumer, ConsumerError, Putter, Seek};
+use app::model::Role;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -27,6 +31,7 @@ use axum::http::StatusCode;
     "committed": "48213.9120",
     "committed_at": "2026-12-04T06:25:13.002Z",
     "lag_items": 12,
+    "lag_capped": false,
     "lag_seconds": 3,
     "lease_until": null,
     "created_at": "2026-12-01T09:00:00.000Z",
@@ -42,8 +47,11 @@ pub struct ConsumerView {
     pub committed: String,
     #[schema(format = DateTime)]
     pub committed_at: Option<String>,
-    /// Items after the committed cursor, counted up to 100,000.
+    /// Its items among the 10,000 archive rows after the committed cursor (all of them unless
+    /// `lag_capped`).
     pub lag_items: i64,
+    /// More archive rows follow the 10,000 looked at: `lag_items` is a lower bound.
+    pub lag_capped: bool,
     /// The age of the oldest of them, in seconds (0 when there is none).
     pub lag_seconds: i64,
     /// Until when a reader holds its lease (`null`: nobody does).
@@ -125,10 +133,13 @@ pub(super) async fn list(
         .filter(|c| usable(&caller, c))
         .collect();
     let (page, next_cursor) = page_by_name(usable, |c| &c.name, &query)?;
-    let mut data = Vec::with_capacity(page.len());
-    for consumer in page {
-        data.push(view(&state, &caller, consumer).await?);
-    }
+    // The page's lag in one bounded statement.
+    let lags = consumers::lags(&state.db, &page).await?;
+    let data = page
+        .into_iter()
+        .zip(lags)
+        .map(|(consumer, lag)| view_of(consumer, lag))
+        .collect();
     Ok(Json(ConsumerPage { data, next_cursor }))
 }
 
@@ -143,7 +154,8 @@ pub(super) async fn list(
     responses(
         (status = 201, description = "Created", body = ConsumerView),
         (status = 200, description = "Changed", body = ConsumerView),
-        (status = 409, description = "100 consumers exist already", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "A consumer of that name another token owns", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "100 consumers exist already, or the token owns 20", body = super::problem::Problem, content_type = "application/problem+json"),
     )
 )]
 pub(super) async fn put(
@@ -154,11 +166,22 @@ pub(super) async fn put(
     Body(request): Body<ConsumerRequest>,
 ) -> Result<(StatusCode, Json<ConsumerView>), ApiError> {
     consumers::check_name("the consumer's name", &name).map_err(ApiError::BadRequest)?;
-    if let Some(existing) = consumers::get(&state.db, &name).await?
-        && !usable(&caller, &existing)
-    {
+    let existing = consumers::get(&state.db, &name).await?;
+    if existing.as_ref().is_some_and(|c| !usable(&caller, c)) {
         return Err(not_found(&name));
     }
+    // A consumer reads within its owner token's sources: the caller's when it creates or owns
+    // it, its owner's when an operator's token changes another's.
+    let scope = match existing.as_ref().map(|c| c.owner) {
+        Some(owner) if owner != Some(caller.id) => match owner {
+            Some(id) => app::auth::tokens::token_sources(&state.db, id)
+                .await?
+                .flatten(),
+            None => None,
+        },
+        _ => caller.sources.clone(),
+    };
+    let within_scope = |s: &String| scope.as_ref().is_none_or(|scope| scope.contains(s));
     let mut selection = Selection::default();
     if let Some(sources) = request.sources {
         app::feed::check_names("sources", &sources).map_err(ApiError::BadRequest)?;
@@ -175,29 +198,36 @@ pub(super) async fn put(
                 "sources: this token may not read {unseen:?}"
             )));
         }
+        if let Some(outside) = sources.iter().find(|s| !within_scope(s)) {
+            return Err(ApiError::Forbidden(format!(
+                "sources: the token that owns this consumer may not read {outside:?}"
+            )));
+        }
         selection.sources = Some(sources);
     } else {
         // A token of some sources makes a consumer of those.
-        selection.sources = caller.sources.clone();
+        selection.sources = scope;
     }
     if let Some(types) = request.types {
         app::feed::check_names("types", &types).map_err(ApiError::BadRequest)?;
         selection.types = Some(types);
     }
-    let (consumer, created) = consumers::put(
-        &state.db,
-        &name,
-        &selection,
-        &format!("token {}", caller.name),
-    )
-    .await
-    .map_err(consumer_error)?;
+    let actor = caller.actor.clone();
+    let by = Putter {
+        actor: &actor,
+        owner: Some(caller.id),
+        // An operator's token changes another's consumer it sees (checked above).
+        manages_any: existing.is_some() && caller.role == Role::Operator,
+    };
+    let (consumer, created) = consumers::put(&state.db, &name, &selection, by)
+        .await
+        .map_err(consumer_error)?;
     let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(view(&state, &caller, consumer).await?)))
+    Ok((status, Json(view(&state, consumer).await?)))
 }
 
 /// A consumer: its committed cursor and lag.
@@ -216,7 +246,7 @@ pub(super) async fn get(
     Viewer(caller): Viewer,
 ) -> Result<Json<ConsumerView>, ApiError> {
     let consumer = find(&state, &caller, &name).await?;
-    Ok(Json(view(&state, &caller, consumer).await?))
+    Ok(Json(view(&state, consumer).await?))
 }
 
 /// Deletes a consumer (an operator's).
@@ -235,7 +265,7 @@ pub(super) async fn delete(
     Operator(caller): Operator,
 ) -> Result<StatusCode, ApiError> {
     find(&state, &caller, &name).await?;
-    if !consumers::delete(&state.db, &name, &format!("token {}", caller.name)).await? {
+    if !consumers::delete(&state.db, &name, &caller.actor).await? {
         return Err(not_found(&name));
     }
     tracing::info!(token = %caller.name, consumer = %name, "feed consumer deleted");
@@ -273,7 +303,7 @@ pub(super) async fn items(
             .map_err(consumer_error)?
     };
     let mut first = Some(first);
-    let page = long_poll(&state, wait, &selection, || {
+    let page = long_poll(&state, &caller, wait, &selection, || {
         let first = first.take();
         let (state, selection) = (&state, &selection);
         async move {
@@ -331,7 +361,7 @@ pub(super) async fn commit(
     let consumer = consumers::commit(&state.db, &name, to, holder)
         .await
         .map_err(consumer_error)?;
-    Ok(Json(view(&state, &caller, consumer).await?))
+    Ok(Json(view(&state, consumer).await?))
 }
 
 /// Moves the consumer's committed cursor to the earliest item kept, the latest, or a time.
@@ -374,11 +404,11 @@ pub(super) async fn seek(
         &name,
         to,
         holder,
-        &format!("token {}", caller.name),
+        &caller.actor,
     )
     .await
     .map_err(consumer_error)?;
-    Ok(Json(view(&state, &caller, consumer).await?))
+    Ok(Json(view(&state, consumer).await?))
 }
 
 fn holder(given: Option<&str>) -> Result<Option<&str>, ApiError> {
@@ -388,13 +418,18 @@ fn holder(given: Option<&str>) -> Result<Option<&str>, ApiError> {
     Ok(given)
 }
 
-/// Whether the token may use the consumer: it reads nothing of a source the token does not see.
+/// Whether the token may use the consumer: the token that created it, or an operator's token
+/// that sees every source it reads.
 fn usable(caller: &Caller, consumer: &Consumer) -> bool {
-    match (&caller.sources, &consumer.sources) {
-        (None, _) => true,
-        (Some(_), None) => false,
-        (Some(_), Some(sources)) => sources.iter().all(|s| caller.sees(s)),
+    if consumer.owner == Some(caller.id) {
+        return true;
     }
+    caller.role == Role::Operator
+        && match (&caller.sources, &consumer.sources) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(_), Some(sources)) => sources.iter().all(|s| caller.sees(s)),
+        }
 }
 
 async fn find(state: &AppState, caller: &Caller, name: &str) -> Result<Consumer, ApiError> {
@@ -408,17 +443,18 @@ fn not_found(name: &str) -> ApiError {
     ApiError::NotFound(format!("there is no consumer {name:?} this token may use"))
 }
 
-async fn view(
-    state: &AppState,
-    caller: &Caller,
-    consumer: Consumer,
-) -> Result<ConsumerView, ApiError> {
-    let selection = consumer.selection().within(caller.sources.as_deref());
-    let lag = consumers::lag(&state.db, &consumer, &selection).await?;
+/// The consumer as the API shows it, with its lag. Its selection is within the sources of
+/// whoever may use it ([`usable`]), so its lag tells nothing of others.
+async fn view(state: &AppState, consumer: Consumer) -> Result<ConsumerView, ApiError> {
+    let lag = consumers::lag(&state.db, &consumer).await?;
+    Ok(view_of(consumer, lag))
+}
+
+fn view_of(consumer: Consumer, lag: consumers::Lag) -> ConsumerView {
     let time =
         |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let now = chrono::Utc::now();
-    Ok(ConsumerView {
+    ConsumerView {
         lease_until: consumer.leased_to(now).and(consumer.lease_until).map(time),
         name: consumer.name,
         sources: consumer.sources,
@@ -426,10 +462,11 @@ async fn view(
         committed: consumer.committed.to_string(),
         committed_at: consumer.committed_at.map(time),
         lag_items: lag.items,
+        lag_capped: lag.capped,
         lag_seconds: lag.seconds,
         created_at: time(consumer.created_at),
         created_by: consumer.created_by,
-    })
+    }
 }
 
 fn consumer_error(e: ConsumerError) -> ApiError {

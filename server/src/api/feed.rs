@@ -3,12 +3,15 @@
 //!
 //! - `wait` (0 to 30 s, never past the request deadline) holds an empty answer until an item
 //!   it takes is served ([`crate::feed`]'s watcher wakes it) or the wait ends; at most
-//!   [`crate::feed::MAX_WAITERS`] wait at once per process (429 beyond).
+//!   [`crate::feed::MAX_WAITERS`] wait at once per process, at most
+//!   [`crate::feed::MAX_WAITERS_PER_TOKEN`] of one token (429 beyond).
 //! - A token limited to some sources reads only theirs.
 
 use super::ApiError;
 use super::extract::{Query, Viewer};
 use crate::AppState;
+use crate::feed::NoPlace;
+use app::auth::tokens::Caller;
 use app::feed::{Content, Cursor, FeedError, Item, Page, Selection};
 use axum::Json;
 use axum::extract::State;
@@ -167,7 +170,7 @@ pub(super) async fn read(
     selection.types = names("type", query.event_type.as_deref())?;
     let selection = selection.within(caller.sources.as_deref());
     let wait = wait(&state, query.wait.as_deref())?;
-    let page = long_poll(&state, wait, &selection, || async {
+    let page = long_poll(&state, &caller, wait, &selection, || async {
         let _turn = state.feed.reading().await;
         app::feed::read(&state.db, after, &selection, limit)
             .await
@@ -181,6 +184,7 @@ pub(super) async fn read(
 /// connection, woken only when an item `selection` takes may have been served.
 pub(super) async fn long_poll<F, Fut>(
     state: &AppState,
+    caller: &Caller,
     wait: Duration,
     selection: &Selection,
     mut read: F,
@@ -196,8 +200,11 @@ where
         Some(
             state
                 .feed
-                .wait_for(selection)
-                .ok_or(ApiError::LongPollsFull)?,
+                .wait_for(selection, caller.id)
+                .map_err(|refused| match refused {
+                    NoPlace::Full => ApiError::LongPollsFull,
+                    NoPlace::TokenShare => ApiError::LongPollsOfToken,
+                })?,
         )
     };
     let mut page = read().await?;

@@ -28,6 +28,8 @@ pub enum ApiError {
     Busy(String),
     /// 429: as many long polls of the feed wait in this process as it allows.
     LongPollsFull,
+    /// 429: as many long polls of this token wait in this process as its share allows.
+    LongPollsOfToken,
     /// 408: a body search ran past its deadline and was stopped (narrow it).
     TimedOut(String),
     /// 413: the request's body is over [`super::MAX_BODY_BYTES`].
@@ -133,6 +135,16 @@ impl ApiError {
                     crate::feed::MAX_WAITERS
                 ),
             ),
+            ApiError::LongPollsOfToken => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "long-polls-of-token",
+                "Too many long polls of this token",
+                format!(
+                    "this token has {} long polls of the feed waiting in this process already, its share of the {} places: retry after 1 s, or read without wait",
+                    crate::feed::MAX_WAITERS_PER_TOKEN,
+                    crate::feed::MAX_WAITERS
+                ),
+            ),
             ApiError::TimedOut(why) => (
                 StatusCode::REQUEST_TIMEOUT,
                 "timed-out",
@@ -187,7 +199,7 @@ impl ApiError {
         );
         let retry_after = match self {
             ApiError::TooManyRequests { retry_after_secs } => Some(retry_after_secs),
-            ApiError::LongPollsFull => Some(1),
+            ApiError::LongPollsFull | ApiError::LongPollsOfToken => Some(1),
             _ => None,
         };
         if let Some(secs) = retry_after

@@ -23,7 +23,12 @@ async fn feed_page_shows_each_consumer_and_how_far_behind_it_is(backend: Backend
         sources: Some(vec!["shop".into()]),
         ..app::feed::Selection::default()
     };
-    app::feed::consumers::put(&app.db, "warehouse", &selection, "token loader")
+    let by = app::feed::consumers::Putter {
+        actor: "token loader",
+        owner: None,
+        manages_any: false,
+    };
+    app::feed::consumers::put(&app.db, "warehouse", &selection, by)
         .await
         .unwrap();
     let (status, html) = page(&app, Some(&viewer), "/feed").await;

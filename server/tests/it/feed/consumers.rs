@@ -1,6 +1,7 @@
 //! Named consumers: created at the oldest item kept, read from their committed cursor; a commit
 //! never moves back nor past what was served; seek to the earliest, the latest or a time; a
-//! lease keeps a second reader out; scopes; at most 100; an operator deletes one.
+//! lease keeps a second reader out; scopes; at most 100; an operator deletes one. (Owners and
+//! each token's share: `owners`.)
 
 use super::*;
 
@@ -110,8 +111,9 @@ async fn a_consumer_reads_from_its_committed_cursor_commits_forward_and_seeks(ba
         .unwrap();
     assert_eq!(stored.committed.to_string(), second, "the commit is stored");
 
-    // Seek: the earliest, the latest, a time (with another token: one token's rate is 20 a second).
-    let loader = token(&app, "loader-2", Role::Viewer, &[]).await;
+    // Seek: the earliest, the latest, a time (with an operator's token, which manages any
+    // consumer: one token's rate is 20 a second).
+    let loader = token(&app, "loader-2", Role::Operator, &[]).await;
     let seek = |to: &str| format!(r#"{{"to":"{to}"}}"#);
     let (status, body) = post(&app, &loader, &format!("{path}/seek"), &seek("earliest")).await;
     assert_eq!(
@@ -291,7 +293,12 @@ async fn scopes_bound_who_uses_a_consumer_and_an_operator_deletes_one(backend: B
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["mine"]);
-    let (_, _, listed) = get(&app, Some(&all), "/api/v1/feed/consumers?limit=1").await;
+    // Another token's consumers are not there for it, whatever it sees.
+    let (_, _, listed) = get(&app, Some(&all), "/api/v1/feed/consumers").await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["data"][0]["name"], "everything");
+    // An operator's token sees them all, by pages.
+    let (_, _, listed) = get(&app, Some(&operator), "/api/v1/feed/consumers?limit=1").await;
     assert_eq!(listed["data"][0]["name"], "everything");
     assert_eq!(listed["next_cursor"], "everything");
 
@@ -328,8 +335,13 @@ async fn scopes_bound_who_uses_a_consumer_and_an_operator_deletes_one(backend: B
 
     // At most 100: the 101st is refused and nothing is stored.
     let selection = app::feed::Selection::default();
+    let by = app::feed::consumers::Putter {
+        actor: "test",
+        owner: None,
+        manages_any: false,
+    };
     for i in 0..99 {
-        app::feed::consumers::put(&app.db, &format!("c{i:03}"), &selection, "test")
+        app::feed::consumers::put(&app.db, &format!("c{i:03}"), &selection, by)
             .await
             .unwrap();
     }

@@ -2,7 +2,8 @@
 //! order, paging, filters and scopes, 410 past the retention, consumers' commit, seek and lease,
 //! long polls woken by commits (in this process, and from another process on PostgreSQL), a
 //! transaction held open that no reader gets past, and three processes ingesting while a reader
-//! drains the feed.
+//! drains the feed; consumers' owners and each token's share; what bounds a page and lag, and
+//! what an empty page tells.
 #![allow(clippy::unwrap_used)]
 
 use crate::api::{get, post, token};
@@ -10,8 +11,10 @@ use crate::support::*;
 use app::model::Role;
 use serde_json::Value;
 
+mod bounds;
 mod consumers;
 mod order;
+mod owners;
 mod reads;
 
 /// Waits until no committed archive row waits behind the feed's horizon. PostgreSQL's horizon is

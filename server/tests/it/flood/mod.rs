@@ -381,6 +381,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         forms::flood(addr, &client, &stop, &flooded, &server_errors, &mut flood);
     }
     let feed = if on("feed") {
+        feed::seed_duplicates(&db, &client, addr).await;
         feed::flood(
             &db,
             addr,
@@ -517,6 +518,37 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
             consumers <= app::feed::consumers::MAX_CONSUMERS,
             "{consumers} consumers"
         );
+        // One token takes its share, not everyone's.
+        let owners = texts(
+            &db,
+            "SELECT t.name, CAST(count(*) AS text) FROM feed_consumers c
+             JOIN api_tokens t ON t.id = c.owner_token_id GROUP BY t.name ORDER BY t.name",
+            vec![],
+        )
+        .await;
+        println!("feed consumers by owner: {owners:?}");
+        assert_eq!(
+            owners.len(),
+            5,
+            "every flooding token has consumers: {owners:?}"
+        );
+        for owner in &owners {
+            let n: i64 = owner[1].as_deref().unwrap_or("0").parse().unwrap_or(0);
+            assert!(
+                n <= app::feed::consumers::MAX_CONSUMERS_PER_OWNER,
+                "{owners:?}"
+            );
+        }
+        let greedy = &feed.greedy;
+        let (over_share, pages) = (
+            greedy.polls_over_share.load(Ordering::Relaxed),
+            greedy.duplicate_pages.load(Ordering::Relaxed),
+        );
+        println!(
+            "long polls over their token's share: {over_share}; the greedy token's pages of duplicates: {pages}"
+        );
+        assert!(over_share > 0, "a token reached its share of long polls");
+        assert!(pages > 0, "pages of duplicates were served");
     }
     if on("api") {
         let served = api_served.load(Ordering::Relaxed);
