@@ -399,15 +399,9 @@ pub(super) async fn seek(
     };
     let holder = holder(request.lease.as_deref())?;
     find(&state, &caller, &name).await?;
-    let consumer = consumers::seek(
-        &state.db,
-        &name,
-        to,
-        holder,
-        &caller.actor,
-    )
-    .await
-    .map_err(consumer_error)?;
+    let consumer = consumers::seek(&state.db, &name, to, holder, &caller.actor)
+        .await
+        .map_err(consumer_error)?;
     Ok(Json(view(&state, consumer).await?))
 }
 
