@@ -325,19 +325,7 @@ mod tests {
 
     #[test]
     fn every_statement_of_an_attempt_is_bound_on_both_dialects() {
-        let claimed = Claimed {
-            id: 7,
-            destination: "orders-app".into(),
-            source: "shop".into(),
-            event_id: "event-1".into(),
-            object_id: None,
-            revision: None,
-            event_type: None,
-            received_at: Utc::now(),
-            payload: "{}".into(),
-            attempts: 0,
-            schedule_base: 0,
-        };
+        let claimed = test_claimed();
         let result = AttemptResult {
             started_at: Utc::now(),
             duration_ms: 3,
