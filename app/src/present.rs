@@ -71,24 +71,6 @@ pub fn cut(text: &str) -> (&str, bool) {
     (&text[..at], true)
 }
 
-/// What the event page shows of a body's text, computed on a blocking thread (a body-sized
-/// computation never runs on an async worker): whether it is JSON, its searchable fields (at
-/// most 40), and the text laid out (pretty when JSON, as it is otherwise).
-pub async fn read_body_off_worker(text: String) -> (bool, Vec<(String, String)>, String) {
-    let read = move || {
-        if crate::json::parse(&text).is_err() {
-            return (false, Vec::new(), text);
-        }
-        let searchable = serde_json::from_str(&text)
-            .map(|body| crate::db::contains::searchable_fields(&body, 40))
-            .unwrap_or_default();
-        (true, searchable, pretty(&text))
-    };
-    crate::blocking::run(read)
-        .await
-        .unwrap_or_else(|| (false, Vec::new(), String::new()))
-}
-
 /// Pretty-printing from the exact reader, so numbers are shown exactly as stored; `false` when
 /// the output would pass `budget` bytes (it stops there).
 fn write_pretty(

@@ -82,6 +82,25 @@ fn base_url() -> String {
 #[cfg(feature = "ssr")]
 type Headers = Vec<(String, String)>;
 
+/// What the event page shows of a body's text, computed on a blocking thread (a body-sized
+/// computation never runs on an async worker): whether it is JSON, its searchable fields (at
+/// most 40), and the text laid out (pretty when JSON, as it is otherwise).
+#[cfg(feature = "ssr")]
+async fn read_body_off_worker(text: String) -> (bool, Vec<(String, String)>, String) {
+    let read = move || {
+        if crate::json::parse(&text).is_err() {
+            return (false, Vec::new(), text);
+        }
+        let searchable = serde_json::from_str(&text)
+            .map(|body| crate::db::contains::searchable_fields(&body, 40))
+            .unwrap_or_default();
+        (true, searchable, crate::present::pretty(&text))
+    };
+    crate::blocking::run(read)
+        .await
+        .unwrap_or_else(|| (false, Vec::new(), String::new()))
+}
+
 /// The headers of a stored delivery `user` may see, and the ones a re-send repeats; classified
 /// now, whatever the archive kept: a row written before the classification may hold a
 /// credential.
@@ -143,7 +162,7 @@ pub async fn get_event(
         .body_fields
         .clone()
         .unwrap_or_else(|| String::from_utf8_lossy(&stored.body).into_owned());
-    let (body_is_json, searchable, shown) = crate::present::read_body_off_worker(text).await;
+    let (body_is_json, searchable, shown) = read_body_off_worker(text).await;
     let (body, body_cut) = match crate::present::cut(&shown) {
         (part, true) if !whole_body => (part.to_string(), true),
         _ => (shown, false),
