@@ -30,7 +30,6 @@ use client::sign_in;
 use forged::forged_delivery;
 
 use crate::support::*;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
