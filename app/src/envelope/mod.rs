@@ -14,46 +14,6 @@ pub use form::{FORM_MEDIA_TYPE, FormRead, MAX_FORM_FIELDS, fields_json, form_doc
 pub use mapping::{Field, FieldRef, Mapping, Mode};
 pub use validate::{parse_envelope, parse_envelope_as};
 
-/// Bodies larger than this are read (a form's fields, the envelope) on a blocking thread: an
-/// async worker never spends a large body's time, whatever the body holds.
-pub const READ_ON_WORKER_BYTES: usize = 64 * 1024;
-
-/// A delivery's body read once: as a form's fields when it is a form ([`FormRead::of`]), then
-/// through the source's mapping. Off the async workers when the body is large
-/// ([`crate::blocking`]). What ingest and
-/// replay both run; the fields are archived, so no reader after them parses the form again.
-pub async fn read_delivery(
-    mapping: &Mapping,
-    headers: &http::HeaderMap,
-    body: &[u8],
-) -> (FormRead, Result<Envelope, Invalid>) {
-    fn read(
-        mapping: &Mapping,
-        headers: &http::HeaderMap,
-        body: &[u8],
-    ) -> (FormRead, Result<Envelope, Invalid>) {
-        let form = FormRead::of(headers, body);
-        let parsed = parse_envelope_as(mapping, headers, body, &form);
-        (form, parsed)
-    }
-    if body.len() <= READ_ON_WORKER_BYTES {
-        return read(mapping, headers, body);
-    }
-    let (mapping, headers, body) = (mapping.clone(), headers.clone(), body.to_vec());
-    crate::blocking::run(move || read(&mapping, &headers, &body))
-        .await
-        .unwrap_or_else(|| {
-            let invalid = Invalid {
-                kind: InvalidKind::Unreadable,
-                reason: "the body could not be read".into(),
-                event_id: None,
-                object_id: None,
-                event_type: None,
-            };
-            (FormRead::NotForm, Err(invalid))
-        })
-}
-
 use crate::json;
 
 /// Identities are non-empty strings of at most this many bytes (`docs/webhooks.md`, Modes).

@@ -61,6 +61,46 @@ pub fn payload_text(body_fields: Option<&str>, body: &[u8]) -> String {
     )
 }
 
+/// Bodies larger than this are read (a form's fields, the envelope) on a blocking thread: an
+/// async worker never spends a large body's time, whatever the body holds.
+pub const READ_ON_WORKER_BYTES: usize = 64 * 1024;
+
+/// A delivery's body read once: as a form's fields when it is a form ([`crate::envelope::FormRead::of`]), then
+/// through the source's mapping. Off the async workers when the body is large
+/// ([`crate::blocking`]). What ingest and
+/// replay both run; the fields are archived, so no reader after them parses the form again.
+pub async fn read_delivery(
+    mapping: &crate::envelope::Mapping,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> (crate::envelope::FormRead, Result<Envelope, Invalid>) {
+    fn read(
+        mapping: &crate::envelope::Mapping,
+        headers: &http::HeaderMap,
+        body: &[u8],
+    ) -> (crate::envelope::FormRead, Result<Envelope, Invalid>) {
+        let form = crate::envelope::FormRead::of(headers, body);
+        let parsed = crate::envelope::parse_envelope_as(mapping, headers, body, &form);
+        (form, parsed)
+    }
+    if body.len() <= READ_ON_WORKER_BYTES {
+        return read(mapping, headers, body);
+    }
+    let (mapping, headers, body) = (mapping.clone(), headers.clone(), body.to_vec());
+    crate::blocking::run(move || read(&mapping, &headers, &body))
+        .await
+        .unwrap_or_else(|| {
+            let invalid = Invalid {
+                kind: crate::envelope::InvalidKind::Unreadable,
+                reason: "the body could not be read".into(),
+                event_id: None,
+                object_id: None,
+                event_type: None,
+            };
+            (crate::envelope::FormRead::NotForm, Err(invalid))
+        })
+}
+
 /// The SHA-256 of a body, for [`Received::signed_body_digest`].
 pub fn body_digest(body: &[u8]) -> [u8; 32] {
     use sha2::{Digest, Sha256};

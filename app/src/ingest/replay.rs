@@ -10,12 +10,12 @@
 
 use super::connection::{On, resolve};
 use super::problem::error_class;
+use super::read_delivery;
 use super::{Outcome, Received, Recorded, apply_in, begin, record_invalid_in};
 use crate::config::Config;
 use crate::db::Db;
 use crate::db::audit::{AuditEntry, audit_on};
 use crate::db::events::StoredDelivery;
-use crate::envelope::read_delivery;
 use crate::model::{AuditAction, EventRow, Skipped, Status};
 use sea_orm::{DatabaseTransaction, DbErr, TransactionTrait};
 

@@ -21,7 +21,8 @@ use crate::metrics::SourceMetrics;
 use crate::request_id::RequestId;
 use answer::{json, outcome_answer};
 use app::config::Source;
-use app::envelope::{Envelope, FormRead, Invalid, read_delivery};
+use app::envelope::{Envelope, FormRead, Invalid};
+use app::ingest::read_delivery;
 use app::ingest::{self, Outcome, Received, Recorded};
 use app::providers;
 use archived::archived_headers;
@@ -287,7 +288,7 @@ async fn read_within_limits(
 }
 
 /// [`authenticate`], on a blocking thread in its turn ([`app::blocking`]) when the body is large
-/// ([`app::envelope::READ_ON_WORKER_BYTES`]): a signature over a large body (Twilio's sorted
+/// ([`app::ingest::READ_ON_WORKER_BYTES`]): a signature over a large body (Twilio's sorted
 /// form, an HMAC over a megabyte) never holds an async worker.
 async fn authenticate_off_worker(
     state: &AppState,
@@ -296,7 +297,7 @@ async fn authenticate_off_worker(
     body: &Bytes,
     now: DateTime<Utc>,
 ) -> Result<(), Refusal> {
-    if body.len() <= app::envelope::READ_ON_WORKER_BYTES {
+    if body.len() <= app::ingest::READ_ON_WORKER_BYTES {
         return authenticate(state, source, sent, body, now);
     }
     let (owned_state, name, owned_body) = (state.clone(), source.name.clone(), body.clone());
