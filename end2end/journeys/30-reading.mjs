@@ -113,8 +113,11 @@ export default function ({ test, assert, base, bin, env, signIn, hydrated, shots
       assert.match(await body.innerText(), /"city": "München"/);
       assert.doesNotMatch(await body.innerText(), /\\u00fc/);
       assert.equal(await body.getAttribute('tabindex'), '0', 'the code box takes the focus');
+      // The page carries the body once: the copy fetches the bytes, then says so.
       await page.getByRole('button', { name: 'Copy', exact: true }).click();
+      await page.getByRole('button', { name: 'Copied', exact: true }).waitFor();
       assert.equal(await page.evaluate(() => navigator.clipboard.readText()), raw, 'the bytes as received');
+      await page.getByTestId('curl').waitFor({ state: 'attached' });
       assert.match(await page.getByTestId('curl').textContent(), /M\\u00fcnchen/);
       assert.equal(await page.getByTestId('show-all').count(), 0, 'a short body is whole');
 
