@@ -29,6 +29,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+/// Where the export is served.
+pub const PATH: &str = "/export/events";
+
 /// An export's lines are sent in chunks of about this many bytes (one line when it is larger).
 pub const CHUNK_BYTES: usize = 64 * 1024;
 
@@ -57,6 +60,13 @@ pub async fn events(
         )
             .into_response();
     };
+    // The export is one of its user's requests for as long as it streams (the router leaves it
+    // its own place), and each of its batches waits its turn among theirs (`routes::per_user`).
+    let place = match state.in_flight.enter(&user.name) {
+        Ok(place) => place,
+        Err(why) => return crate::routes::answers::too_many_requests(false, why),
+    };
+    let turn = place.step().await;
     let filter = query.filter;
     // An export that searches bodies is a search: its place among the searches, then its first
     // statement under the search deadline, so a refusal is an answer rather than a cut download.
@@ -91,6 +101,7 @@ pub async fn events(
         return unavailable(&request_id, &e);
     }
     tracing::info!(user = %user.name, %detail, "export started");
+    drop(turn);
     let export = Export {
         db: state.db.clone(),
         filter,
@@ -103,6 +114,7 @@ pub async fn events(
         rows: VecDeque::new(),
         deadline,
         _permit: permit,
+        place,
     };
     let stream = futures::stream::unfold(Some(export), |export| async move {
         let mut export = export?;
@@ -152,6 +164,8 @@ struct Export {
     deadline: Duration,
     /// A body search's place among the searches running, held until the export ends.
     _permit: Option<SearchPermit>,
+    /// The export's place among its user's requests, held until it ends.
+    place: crate::routes::per_user::Place,
 }
 
 impl Export {
@@ -193,6 +207,7 @@ impl Export {
                 if self.exhausted || room == 0 {
                     return Ok(None);
                 }
+                let _turn = self.place.step().await;
                 let places =
                     export::places(&self.db, &self.filter, self.after, room, self.deadline).await?;
                 self.exhausted = places.len() < room;
@@ -207,6 +222,7 @@ impl Export {
             }
             let n = export::batch_len(self.places.iter().copied());
             let ids: Vec<i64> = self.places.drain(..n).map(|p| p.id).collect();
+            let _turn = self.place.step().await;
             self.rows = export::rows(&self.db, &ids).await?.into();
         }
     }

@@ -55,7 +55,7 @@ pub fn router(
             let options = leptos_options.clone();
             move || shell(options.clone())
         })
-        .route("/export/events", get(crate::export::events))
+        .route(crate::export::PATH, get(crate::export::events))
         // The not-found page is a page like the others: the same context, and its scripts
         // carry the response's nonce.
         .fallback(leptos_axum::file_and_error_handler_with_context(
@@ -238,12 +238,15 @@ async fn guard_dashboard(
         request.extensions_mut().insert(SignedIn(user.clone()));
     }
     // A signed-in user's requests run two at a time and at most eight are in flight
-    // (`per_user`); the turn is held until the answer's head is sent.
+    // (`per_user`); the turn is held until the answer's head is sent. An export takes its own
+    // place, held for as long as it streams (`export`).
     let _turn = match &user {
-        Ok(Some(signed_in)) if !asset => match state.in_flight.enter(&signed_in.name) {
-            Ok(place) => Some(place.turn().await),
-            Err(why) => return answers::too_many_requests(path.starts_with("/api/"), why),
-        },
+        Ok(Some(signed_in)) if !asset && path != crate::export::PATH => {
+            match state.in_flight.enter(&signed_in.name) {
+                Ok(place) => Some(place.turn().await),
+                Err(why) => return answers::too_many_requests(path.starts_with("/api/"), why),
+            }
+        }
         _ => None,
     };
     // A failed lookup on a server-function call is left to the function, which answers it in

@@ -137,6 +137,18 @@ impl Dialect {
         }
     }
 
+    /// A statement that takes a transaction-scoped lock on `key` (text), waiting for it:
+    /// PostgreSQL's `pg_advisory_xact_lock`, so a count and the insert it allows run in turn.
+    /// `None` on SQLite, whose one writer already serialises every transaction.
+    pub fn lock_key(self, key: &str) -> Option<String> {
+        match self {
+            Dialect::Postgres => Some(format!(
+                "SELECT pg_advisory_xact_lock(hashtextextended({key}, 0))"
+            )),
+            Dialect::Sqlite => None,
+        }
+    }
+
     /// `IN` a list of ids bound as one text parameter (see [`Dialect::id_list`]), so a
     /// statement's text, and its prepared plan, is the same whatever the list's length.
     pub fn among_ids(self, parameter: &str) -> String {

@@ -20,9 +20,10 @@ pub use lag::{LAG_SCAN, Lag, lag, lags};
 use super::{Cursor, FeedError, Page, Selection, read};
 use crate::db::Db;
 use crate::db::audit::{AuditEntry, audit};
+use crate::db::dialect::Dialect;
 use crate::model::AuditAction;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement, TransactionTrait};
 
 /// The most consumers a database holds.
 pub const MAX_CONSUMERS: i64 = 100;
@@ -192,7 +193,13 @@ pub async fn put(
             .map(|n| serde_json::Value::from(n.clone()).to_string())
     };
     let writer = db.dashboard_writer().await?;
-    let result = writer
+    let txn = writer.begin().await?;
+    // Creations count the consumers, then insert: concurrent ones take turns, or each would
+    // count the same rows and together pass the caps.
+    if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
+        txn.execute_unprepared(&lock).await?;
+    }
+    let result = txn
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             format!(
@@ -220,6 +227,7 @@ pub async fn put(
             ],
         ))
         .await?;
+    txn.commit().await?;
     drop(writer);
     let consumer = get(db, name).await?;
     if result.rows_affected() == 0 {
@@ -306,7 +314,13 @@ pub async fn list(db: &Db) -> Result<Vec<Consumer>, DbErr> {
 /// Deletes the consumer, audited as `actor`'s; `false` when there was none.
 pub async fn delete(db: &Db, name: &str, actor: &str) -> Result<bool, DbErr> {
     let writer = db.dashboard_writer().await?;
-    let result = writer
+    let txn = writer.begin().await?;
+    // Creations count the consumers, then insert: concurrent ones take turns, or each would
+    // count the same rows and together pass the caps.
+    if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
+        txn.execute_unprepared(&lock).await?;
+    }
+    let result = txn
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "DELETE FROM feed_consumers WHERE name = $1",
@@ -420,7 +434,13 @@ async fn move_to(
         ""
     };
     let writer = db.dashboard_writer().await?;
-    let result = writer
+    let txn = writer.begin().await?;
+    // Creations count the consumers, then insert: concurrent ones take turns, or each would
+    // count the same rows and together pass the caps.
+    if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
+        txn.execute_unprepared(&lock).await?;
+    }
+    let result = txn
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             format!(
@@ -468,7 +488,13 @@ async fn lease(db: &Db, name: &str, holder: Option<&str>) -> Result<Consumer, Co
         };
     };
     let writer = db.dashboard_writer().await?;
-    let result = writer
+    let txn = writer.begin().await?;
+    // Creations count the consumers, then insert: concurrent ones take turns, or each would
+    // count the same rows and together pass the caps.
+    if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
+        txn.execute_unprepared(&lock).await?;
+    }
+    let result = txn
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "UPDATE feed_consumers SET lease_holder = $1, lease_until = $2

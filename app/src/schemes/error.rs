@@ -28,6 +28,9 @@ pub enum AuthError {
     NoMatchingCredential { secrets: u16 },
     /// The body is not the one whose hash the signed URL carries (Twilio's `bodySHA256`).
     BodyHashMismatch,
+    /// A signed form has more fields than the scheme checks (the most it checks): sorting them
+    /// would cost more than any sender's form needs.
+    TooManySignedFields { most: usize },
 }
 
 impl fmt::Display for AuthError {
@@ -48,6 +51,10 @@ impl fmt::Display for AuthError {
                     "timestamp {beyond} s {side} than the tolerance of {tolerance_secs} s allows"
                 )
             }
+            AuthError::TooManySignedFields { most } => write!(
+                f,
+                "the signed form has more than {most} fields, the most hookbox checks"
+            ),
             AuthError::BodyHashMismatch => {
                 f.write_str("the body's SHA-256 is not the one the signed URL carries")
             }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Dashboard requests one user may have in flight at once, running or waiting their turn
-/// (pages, server functions, the start of an export); the next is a 429.
+/// (pages, server functions, an export for as long as it streams); the next is a 429.
 pub const REQUESTS_PER_USER: usize = 8;
 /// Of those, how many run at a time: half the dashboard's PostgreSQL pool.
 pub const RUNNING_PER_USER: usize = 2;
@@ -88,6 +88,16 @@ impl Place {
             _permit: permit,
             _place: self,
         }
+    }
+
+    /// A turn for one step of a request that outlives its answer's head (an export's next
+    /// batch), keeping the place: the step waits as any of the user's requests would.
+    pub async fn step(&self) -> OwnedSemaphorePermit {
+        self.turns
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("a user's turns are never closed")
     }
 }
 

@@ -238,7 +238,7 @@ async fn the_copied_curl_command_sends_the_delivery_again_as_a_duplicate(backend
 
 /// `rows` archive rows with bodies of `bytes` double quotes each (escaped, each doubles in an
 /// export), the newest `big-1`.
-async fn large_bodies(db: &app::db::Db, rows: i64, bytes: usize) {
+pub(super) async fn large_bodies(db: &app::db::Db, rows: i64, bytes: usize) {
     let sql = match db.backend() {
         sea_orm::DatabaseBackend::Postgres => format!(
             "INSERT INTO webhook_events (source, event_id, status, outcome, headers, body, received_at)
@@ -269,7 +269,7 @@ fn memory_kb(field: &str) -> u64 {
 }
 
 /// The test configuration with requests (and so the write deadline) of `secs` seconds.
-fn config_with_request_timeout(secs: u64) -> app::config::Config {
+pub(super) fn config_with_request_timeout(secs: u64) -> app::config::Config {
     app::config::Config::parse(
         &CONFIG.replace(
             "max_body_bytes = 65536",

@@ -103,3 +103,82 @@ async fn wait_until_blocked(db: &app::db::Db, holder: i32, n: i64) {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
+
+#[tokio::test]
+async fn an_export_is_one_of_its_users_requests_for_as_long_as_it_streams() {
+    use super::export::{config_with_request_timeout, large_bodies};
+    use tokio::io::AsyncWriteExt;
+    let in_flight = InFlight::default();
+    let app = spawn_app_with_state(Backend::Postgres, config_with_request_timeout(5), |state| {
+        state.in_flight = in_flight.clone();
+    })
+    .await;
+    with_user(&app, "mallory", Role::Viewer).await;
+    let mallory = sign_in(&app, "mallory", PASSWORD).await.unwrap();
+    large_bodies(&app.db, 16, 1024 * 1024).await;
+
+    // Eight exports of 32 MB each, read by nobody: each stalls part way, its place held.
+    let mut stalled = Vec::new();
+    for _ in 0..REQUESTS_PER_USER {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut stream = socket.connect(app.addr).await.unwrap();
+        let request = format!(
+            "GET /export/events?format=ndjson HTTP/1.1\r\nHost: {}\r\nCookie: {mallory}\r\n\r\n",
+            app.addr
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        stalled.push(stream);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while in_flight.of("mallory") < REQUESTS_PER_USER
+        || count(
+            &app.db,
+            "SELECT count(*) FROM audit_log WHERE action = 'export'",
+        )
+        .await
+            < REQUESTS_PER_USER as i64
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} exports in flight",
+            in_flight.of("mallory")
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let (status, body) = page(&app, Some(&mallory), "/events").await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "eight streaming exports are eight requests in flight: {body}"
+    );
+    assert!(
+        body.contains("you already have 8 requests in progress"),
+        "{body}"
+    );
+    let (status, _) = no_redirects()
+        .get(app.url("/export/events?format=csv"))
+        .header("Cookie", &mallory)
+        .send()
+        .await
+        .map(|r| (r.status(), ()))
+        .unwrap();
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "so is a ninth export"
+    );
+
+    // The clients go away: each export ends and gives its place back.
+    drop(stalled);
+    while in_flight.of("mallory") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline + std::time::Duration::from_secs(10),
+            "{} exports still hold a place after their clients left",
+            in_flight.of("mallory")
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let (status, _) = page(&app, Some(&mallory), "/events").await;
+    assert_eq!(status, StatusCode::OK);
+}

@@ -209,3 +209,80 @@ async fn one_token_takes_at_most_its_share_of_the_long_polls(backend: Backend) {
         assert_eq!(p.await.unwrap(), 200);
     }
 }
+
+#[tokio::test]
+async fn concurrent_creations_take_turns_and_never_pass_a_tokens_share() {
+    use app::feed::consumers::{ConsumerError, MAX_CONSUMERS_PER_OWNER, Putter, put};
+    use sea_orm::{ConnectionTrait, TransactionTrait};
+    let app = spawn_app(Backend::Postgres).await;
+    let by = Putter {
+        actor: "token greedy",
+        owner: Some(7),
+        manages_any: false,
+    };
+    let selection = app::feed::Selection::default();
+    for i in 1..MAX_CONSUMERS_PER_OWNER {
+        put(&app.db, &format!("g{i}"), &selection, by)
+            .await
+            .unwrap();
+    }
+    // One place is left. Two creations arrive together while something holds the consumers'
+    // lock: both wait for it, as PostgreSQL reports.
+    let holder = app.db.writer.begin().await.unwrap();
+    holder
+        .execute_unprepared("SELECT pg_advisory_xact_lock(hashtextextended('feed_consumers', 0))")
+        .await
+        .unwrap();
+    let pid = holder
+        .query_one_raw(sea_orm::Statement::from_string(
+            sea_orm::DatabaseBackend::Postgres,
+            "SELECT pg_backend_pid() AS pid",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get::<i32>("", "pid")
+        .unwrap();
+    let creations: Vec<_> = ["last-a", "last-b"]
+        .into_iter()
+        .map(|name| {
+            let (db, selection) = (app.db.clone(), selection.clone());
+            tokio::spawn(async move { put(&db, name, &selection, by).await })
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while scalar(
+        &app.db,
+        "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+        vec![pid.into()],
+    )
+    .await
+    .unwrap_or(0)
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the creations never waited"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    holder.commit().await.unwrap();
+    let mut created = 0;
+    let mut refused = 0;
+    for creation in creations {
+        match creation.await.unwrap() {
+            Ok((_, true)) => created += 1,
+            Err(ConsumerError::TooManyOfOwner) => refused += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((created, refused), (1, 1), "one takes the last place");
+    assert_eq!(
+        count(
+            &app.db,
+            "SELECT count(*) FROM feed_consumers WHERE owner_token_id = 7"
+        )
+        .await,
+        MAX_CONSUMERS_PER_OWNER
+    );
+}
