@@ -192,10 +192,13 @@ pub async fn put(
             .as_ref()
             .map(|n| serde_json::Value::from(n.clone()).to_string())
     };
+    // Creations count the consumers, then insert: concurrent ones take turns, or each would
+    // count the same rows and together pass the caps. Within a process they wait here, holding
+    // no connection; across processes one of each waits for the database's lock.
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = TURN.lock().await;
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
-    // Creations count the consumers, then insert: concurrent ones take turns, or each would
-    // count the same rows and together pass the caps.
     if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
         txn.execute_unprepared(&lock).await?;
     }
@@ -313,10 +316,13 @@ pub async fn list(db: &Db) -> Result<Vec<Consumer>, DbErr> {
 
 /// Deletes the consumer, audited as `actor`'s; `false` when there was none.
 pub async fn delete(db: &Db, name: &str, actor: &str) -> Result<bool, DbErr> {
+    // Creations count the consumers, then insert: concurrent ones take turns, or each would
+    // count the same rows and together pass the caps. Within a process they wait here, holding
+    // no connection; across processes one of each waits for the database's lock.
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = TURN.lock().await;
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
-    // Creations count the consumers, then insert: concurrent ones take turns, or each would
-    // count the same rows and together pass the caps.
     if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
         txn.execute_unprepared(&lock).await?;
     }
@@ -433,10 +439,13 @@ async fn move_to(
     } else {
         ""
     };
+    // Creations count the consumers, then insert: concurrent ones take turns, or each would
+    // count the same rows and together pass the caps. Within a process they wait here, holding
+    // no connection; across processes one of each waits for the database's lock.
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = TURN.lock().await;
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
-    // Creations count the consumers, then insert: concurrent ones take turns, or each would
-    // count the same rows and together pass the caps.
     if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
         txn.execute_unprepared(&lock).await?;
     }
@@ -487,10 +496,13 @@ async fn lease(db: &Db, name: &str, holder: Option<&str>) -> Result<Consumer, Co
             _ => Ok(consumer),
         };
     };
+    // Creations count the consumers, then insert: concurrent ones take turns, or each would
+    // count the same rows and together pass the caps. Within a process they wait here, holding
+    // no connection; across processes one of each waits for the database's lock.
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = TURN.lock().await;
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
-    // Creations count the consumers, then insert: concurrent ones take turns, or each would
-    // count the same rows and together pass the caps.
     if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
         txn.execute_unprepared(&lock).await?;
     }

@@ -31,6 +31,17 @@ impl AnswerClass {
         }
     }
 
+    /// Its name in the API (`refused`, `later`, `failed`, `no_answer`, `other`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AnswerClass::Refused => "refused",
+            AnswerClass::Later => "later",
+            AnswerClass::Failed => "failed",
+            AnswerClass::NoAnswer => "no_answer",
+            AnswerClass::Other => "other",
+        }
+    }
+
     /// In words, for the dashboard.
     pub fn words(self) -> &'static str {
         match self {

@@ -196,13 +196,26 @@ pub struct RetryRequest {
 
 /// What the retry of dead deliveries did, or would do.
 #[derive(serde::Serialize, utoipa::ToSchema)]
-#[schema(example = json!({"count": 31, "dry_run": true, "retried": false}))]
+#[schema(example = json!({"count": 31, "dry_run": true, "retried": false,
+    "by_answer": [{"class": "failed", "count": 25}, {"class": "refused", "count": 6}]}))]
 pub struct RetryAnswer {
     /// Dead deliveries the filter matches: confirm it as `expected_count`.
     pub count: i64,
     pub dry_run: bool,
     /// Whether they were set to be sent again.
     pub retried: bool,
+    /// The deliveries counted by their last answer, most first: a refusal (4xx) will most
+    /// likely be refused again until the application changes.
+    pub by_answer: Vec<AnswerShare>,
+}
+
+/// How many of the deliveries ended on one class of answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct AnswerShare {
+    /// `refused` (a 4xx other than 408, 409, 425, 429), `later` (one of those), `failed` (5xx),
+    /// `no_answer`, or `other`.
+    pub class: &'static str,
+    pub count: i64,
 }
 
 /// Every dead delivery of a filter sent again, guarded by their count.
@@ -248,8 +261,8 @@ pub(super) async fn retry_dead(
         &actor(&caller),
     )
     .await;
-    let (count, retried) = match done {
-        Ok(done) => (done.matched, done.retried),
+    let (count, retried, by_answer) = match done {
+        Ok(done) => (done.matched, done.retried, done.by_answer),
         Err(RetryError::Refused(_)) => {
             // The count changed: say what it is now, nothing was done.
             let actual = destinations::retry_dead(&state.db, &name, &filter, None, &actor(&caller))
@@ -270,6 +283,13 @@ pub(super) async fn retry_dead(
         count,
         dry_run: request.dry_run,
         retried,
+        by_answer: by_answer
+            .into_iter()
+            .map(|share| AnswerShare {
+                class: share.class.name(),
+                count: share.count,
+            })
+            .collect(),
     }))
 }
 

@@ -59,7 +59,9 @@ async fn an_operators_token_pauses_a_destination_and_retries_its_dead_deliveries
 
     execute(
         &app.db,
-        "UPDATE forward_deliveries SET status = 'dead' WHERE event_id <> 'evt-0'",
+        "UPDATE forward_deliveries SET status = 'dead',
+             last_status_code = CASE event_id WHEN 'evt-1' THEN 422 ELSE 503 END
+         WHERE event_id <> 'evt-0'",
         vec![],
     )
     .await;
@@ -75,6 +77,11 @@ async fn an_operators_token_pauses_a_destination_and_retries_its_dead_deliveries
     let path = "/api/v1/destinations/orders-app/retry";
     let (status, dry) = post(&app, &operator, path, r#"{"dry_run":true}"#).await;
     assert_eq!((status, dry["count"].as_i64()), (200, Some(2)), "{dry}");
+    assert_eq!(
+        dry["by_answer"],
+        serde_json::json!([{"class": "refused", "count": 1}, {"class": "failed", "count": 1}]),
+        "the retry says what the deliveries were answered: {dry}"
+    );
     let (status, problem) = post(&app, &operator, path, r#"{"expected_count":5}"#).await;
     assert_eq!(
         (status, problem["actual_count"].as_u64()),

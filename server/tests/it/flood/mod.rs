@@ -2,7 +2,7 @@
 //! sign-ins (100 a second), refused requests (100 a second: forged signatures of every kind of
 //! verifier, from recipes and Twilio's sorted forms to Ed25519 `v1a` entries and Asana's
 //! unsigned handshake, made-up sources and API tokens, oversized headers), exports it never
-//! reads (2 at a time, as the review's) and, signed in as a viewer, the dashboard's heaviest reads (100 a second: body and id searches, problems, sources,
+//! reads (2 at a time, as the review's) and, signed in as a viewer, the dashboard's heaviest reads (100 a second: body and id searches, problems and the resolved ones, sources, a big body,
 //! the overview's charts, a destination's series) and, with a viewer's API token, the API's
 //! heaviest reads (whole pages of 500, body searches, the big deliveries), and from four more
 //! addresses the pull feed's long polls, whole pages and new consumers, all at once, while a sender's signed
@@ -252,12 +252,15 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
             let mut pace = hostile_pace();
             while !stop.load(Ordering::Relaxed) {
                 pace.tick().await;
-                let (endpoint, args): (&str, Vec<(&str, String)>) = match i % 6 {
+                let (endpoint, args): (&str, Vec<(&str, String)>) = match i % 8 {
                     0 => ("find", vec![("q", format!("x{}", "x".repeat(150)))]),
                     1 => ("find", vec![("q", format!("order-{}", i % 997))]),
                     2 => ("problems", vec![]),
                     3 => ("sources", vec![]),
                     4 => ("overview", vec![]),
+                    // The resolved causes, and a big delivery's body as its copy button fetches it.
+                    5 => ("problems_settled", vec![("page", (i % 3).to_string())]),
+                    6 => ("event_source", vec![("id", (1 + i % 40).to_string())]),
                     _ => (
                         "destination_series",
                         vec![("name", format!("d-{task}-{i}"))],
