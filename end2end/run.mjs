@@ -463,6 +463,8 @@ try {
     const page = await context.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
+    // The pages keep their own Content-Security-Policy: a violation is logged as a console error.
+    page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) errors.push(m.text()); });
     try {
       await t.fn(page);
       assert.deepEqual(errors, [], 'no script errors on the page');

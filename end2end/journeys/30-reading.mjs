@@ -25,6 +25,7 @@ export default function ({ test, assert, base, bin, env, signIn, hydrated, shots
     const page = await context.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) errors.push(m.text()); });
     return { context, page, errors };
   }
   // `iso` as the pages write it in `timeZone`: 2026-11-30 15:59:59.

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 /// A configured destination's name, or 404: only those are paused or retried.
 #[cfg(feature = "ssr")]
-pub(crate) fn configured_name(name: &str) -> Result<(), DashboardError> {
+fn configured_name(name: &str) -> Result<(), DashboardError> {
     if crate::guard::configured_destinations()?
         .iter()
         .any(|(n, _)| n == name)
@@ -19,9 +19,35 @@ pub(crate) fn configured_name(name: &str) -> Result<(), DashboardError> {
     }
 }
 
+/// An operator acting on a configured destination: the database, who, and from where.
 #[cfg(feature = "ssr")]
-pub(crate) fn actor_of(user: &crate::auth::User) -> (String, String) {
-    (user.name.clone(), crate::guard::client_address())
+pub(crate) struct Operating {
+    pub db: crate::db::Db,
+    pub user: String,
+    address: String,
+}
+
+#[cfg(feature = "ssr")]
+impl Operating {
+    /// The signed-in operator acting on destination `name`: 403 for a viewer, 404 for a name
+    /// that is not configured.
+    pub async fn on(name: &str) -> Result<Operating, DashboardError> {
+        let user = crate::guard::require(crate::model::Role::Operator).await?;
+        configured_name(name)?;
+        Ok(Operating {
+            db: crate::guard::db()?,
+            user: user.name,
+            address: crate::guard::client_address(),
+        })
+    }
+
+    /// Who acts, as the audit log records it.
+    pub fn actor(&self) -> crate::db::destinations::Actor<'_> {
+        crate::db::destinations::Actor {
+            name: &self.user,
+            address: &self.address,
+        }
+    }
 }
 
 #[cfg(feature = "ssr")]
@@ -36,47 +62,24 @@ pub(crate) fn retry_failed(error: crate::db::destinations::RetryError) -> Dashbo
 /// Makes one dead delivery due now, its retry schedule started again.
 #[server(endpoint = "retry_forward")]
 pub async fn retry_forward(name: String, id: i64) -> Result<(), DashboardError> {
-    use crate::db::destinations::{Actor, retry_one};
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
-    let (actor, address) = actor_of(&user);
-    retry_one(
-        &guard::db()?,
-        &name,
-        id,
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
-    )
-    .await
-    .map_err(retry_failed)?;
+    let acting = Operating::on(&name).await?;
+    crate::db::destinations::retry_one(&acting.db, &name, id, &acting.actor())
+        .await
+        .map_err(retry_failed)?;
     crate::guard::wake_forwarder();
-    tracing::info!(user = %actor, destination = %name, delivery = id, "dead forward delivery retried");
+    tracing::info!(user = %acting.user, destination = %name, delivery = id, "dead forward delivery retried");
     Ok(())
 }
 
 /// Sends one delivered delivery again, as a new forward delivery; answers its id.
 #[server(endpoint = "resend_forward")]
 pub async fn resend_forward(name: String, id: i64) -> Result<i64, DashboardError> {
-    use crate::db::destinations::{Actor, resend::resend_one};
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
-    let (actor, address) = actor_of(&user);
-    let created = resend_one(
-        &guard::db()?,
-        &name,
-        id,
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
-    )
-    .await
-    .map_err(retry_failed)?;
+    let acting = Operating::on(&name).await?;
+    let created =
+        crate::db::destinations::resend::resend_one(&acting.db, &name, id, &acting.actor())
+            .await
+            .map_err(retry_failed)?;
     crate::guard::wake_forwarder();
-    tracing::info!(user = %actor, destination = %name, delivery = id, created, "forward delivery re-sent");
+    tracing::info!(user = %acting.user, destination = %name, delivery = id, created, "forward delivery re-sent");
     Ok(created)
 }

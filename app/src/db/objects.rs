@@ -203,8 +203,8 @@ pub async fn object_history(
         })
         .collect();
     // The layout and the comparisons are CPU work on what a sender stored: on a blocking
-    // thread, within the page's budgets, never on the async workers deliveries run on.
-    let ((current_snapshot, snapshot_cut), diffs) = tokio::task::spawn_blocking(move || {
+    // thread in its turn (`crate::blocking`), never on the async workers deliveries run on.
+    let ((current_snapshot, snapshot_cut), diffs) = crate::blocking::run(move || {
         let shown = match current_snapshot.as_deref().map(pretty) {
             Some(laid_out) => match cut(&laid_out) {
                 (part, true) if !whole_snapshot => (Some(part.to_string()), true),
@@ -216,7 +216,7 @@ pub async fn object_history(
         (shown, compare_revisions(&snapshots))
     })
     .await
-    .map_err(|e| DbErr::Custom(format!("comparing revisions: {e}")))?;
+    .ok_or_else(|| DbErr::Custom("comparing revisions failed".into()))?;
     let revisions = revisions_of(rows_meta, stale, diffs, current_revision);
     Ok(ObjectHistory {
         source: source.to_string(),

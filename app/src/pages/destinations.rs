@@ -8,7 +8,7 @@ use crate::components::chart::AttemptCharts;
 use crate::components::confirm::{BulkAction, ConfirmPanel, Said};
 use crate::components::forward::{ForwardList, ResendAction, ResendSincePanel, RetryAction, age};
 #[cfg(feature = "ssr")]
-use crate::components::forward_actions::{actor_of, configured_name, retry_failed};
+use crate::components::forward_actions::{Operating, retry_failed};
 use crate::components::forward_actions::{resend_forward, retry_forward};
 use crate::components::live::live_tick;
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
@@ -82,26 +82,14 @@ pub async fn get_destination(
 /// Pauses (`paused = true`) or resumes a destination; answers whether it changed.
 #[server(endpoint = "pause_destination")]
 pub async fn pause_destination(name: String, paused: bool) -> Result<bool, DashboardError> {
-    use crate::db::destinations::{Actor, set_paused};
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
-    let (actor, address) = actor_of(&user);
-    let changed = set_paused(
-        &guard::db()?,
-        &name,
-        paused,
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
-    )
-    .await
-    .map_err(|e| guard::unavailable(&e))?;
+    let acting = Operating::on(&name).await?;
+    let changed = crate::db::destinations::set_paused(&acting.db, &name, paused, &acting.actor())
+        .await
+        .map_err(|e| crate::guard::unavailable(&e))?;
     if !paused {
         crate::guard::wake_forwarder();
     }
-    tracing::info!(user = %actor, destination = %name, paused, changed, "destination paused or resumed");
+    tracing::info!(user = %acting.user, destination = %name, paused, changed, "destination paused or resumed");
     Ok(changed)
 }
 
@@ -115,26 +103,20 @@ pub async fn retry_dead_forwards(
     filter: ForwardFilter,
     confirmation: Option<String>,
 ) -> Result<RetryResult, DashboardError> {
-    use crate::db::destinations::{Actor, retry_dead, retry_scope};
-    use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
-    let (actor, address) = actor_of(&user);
+    use crate::db::destinations::{retry_dead, retry_scope};
+    let acting = Operating::on(&name).await?;
     let done = retry_dead(
-        &guard::db()?,
+        &acting.db,
         &name,
         &filter,
         confirmation.as_deref(),
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
+        &acting.actor(),
     )
     .await
     .map_err(retry_failed)?;
     if done.retried {
         crate::guard::wake_forwarder();
-        tracing::info!(user = %actor, destination = %name, retried = done.matched, "dead forward deliveries retried");
+        tracing::info!(user = %acting.user, destination = %name, retried = done.matched, "dead forward deliveries retried");
     }
     Ok(RetryResult {
         matched: done.matched,
@@ -171,31 +153,25 @@ pub async fn resend_since(
     since: String,
     confirmation: Option<String>,
 ) -> Result<ResendResult, DashboardError> {
-    use crate::db::destinations::Actor;
     use crate::db::destinations::resend::{self, RESEND_LIMIT};
     use crate::guard;
-    let user = guard::require(crate::model::Role::Operator).await?;
-    configured_name(&name)?;
+    let acting = Operating::on(&name).await?;
     let zone = guard::viewer_zone();
     let from = resend::parse_since(&since, zone).map_err(guard::bad_request)?;
     let scope = resend::resend_scope(&name, from, zone);
-    let (actor, address) = actor_of(&user);
     let done = resend::resend_since(
-        &guard::db()?,
+        &acting.db,
         &name,
         from,
         &scope,
         confirmation.as_deref(),
-        &Actor {
-            name: &actor,
-            address: &address,
-        },
+        &acting.actor(),
     )
     .await
     .map_err(retry_failed)?;
     if done.resent {
         crate::guard::wake_forwarder();
-        tracing::info!(user = %actor, destination = %name, resent = done.matched, "forward deliveries re-sent");
+        tracing::info!(user = %acting.user, destination = %name, resent = done.matched, "forward deliveries re-sent");
     }
     Ok(ResendResult {
         matched: done.matched,

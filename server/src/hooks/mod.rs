@@ -142,7 +142,7 @@ async fn ingest_request(
     if let Some(offer) = providers::secret_offer(source.preset, headers, &body) {
         return capture_secret(state, source, sent, &body, offer, request_id).await;
     }
-    authenticate_off_worker(state, source, sent, &body, now).await?;
+    let signed = authenticate_off_worker(state, source, sent, &body, now).await?;
     within_rate_limit(state, source, &body)?;
     if let Some(reply) =
         providers::handshake_answer(source.scheme, source.preset, &source.keys, headers, &body)
@@ -161,7 +161,7 @@ async fn ingest_request(
                 .into_response(),
         });
     }
-    let ingested = ingest(state, source, headers, &body, now, request_id).await?;
+    let ingested = ingest(state, source, headers, &body, signed, now, request_id).await?;
     Ok(outcome_answer(
         &ingested.outcome,
         ingested.event_id.as_deref(),
@@ -289,14 +289,14 @@ async fn read_within_limits(
 
 /// [`authenticate`], on a blocking thread in its turn ([`app::blocking`]) when the body is large
 /// ([`app::ingest::READ_ON_WORKER_BYTES`]): a signature over a large body (Twilio's sorted
-/// form, an HMAC over a megabyte) never holds an async worker.
+/// form, an HMAC over a megabyte) never holds an async worker, nor does its signed digest.
 async fn authenticate_off_worker(
     state: &AppState,
     source: &Source,
     sent: Sent<'_>,
     body: &Bytes,
     now: DateTime<Utc>,
-) -> Result<(), Refusal> {
+) -> Result<Signed, Refusal> {
     if body.len() <= app::ingest::READ_ON_WORKER_BYTES {
         return authenticate(state, source, sent, body, now);
     }
@@ -329,6 +329,10 @@ async fn authenticate_off_worker(
     }
 }
 
+/// What authentication tells of a delivery: the digest of what its sender signed, which the
+/// captured-request guard compares whatever the encoding (`Auth::replay_digest`).
+type Signed = Option<[u8; 32]>;
+
 /// Checks the source's scheme over the raw bytes; a failure is a 401 that tells nothing more.
 fn authenticate(
     state: &AppState,
@@ -336,7 +340,7 @@ fn authenticate(
     sent: Sent<'_>,
     body: &Bytes,
     now: DateTime<Utc>,
-) -> Result<(), Refusal> {
+) -> Result<Signed, Refusal> {
     // The URL the sender signed: behind a proxy only the configured origin knows it.
     let url = state.config.server.public_url.as_ref().map(|origin| {
         let query = sent.query.map(|q| format!("?{q}")).unwrap_or_default();
@@ -355,7 +359,7 @@ fn authenticate(
         source.tolerance_secs,
         now.timestamp(),
     ) else {
-        return Ok(());
+        return Ok(source.auth().replay_digest(sent.headers, body));
     };
     tracing::info!(source = %source.name, reason = %why, "authentication failed");
     metrics::counter!("hookbox_auth_failures_total", "source" => source.name.clone()).increment(1);
@@ -405,12 +409,13 @@ async fn ingest(
     source: &Source,
     headers: &HeaderMap,
     body: &Bytes,
+    signed: Signed,
     now: DateTime<Utc>,
     request_id: RequestId,
 ) -> Result<Ingested, Refusal> {
     let headers_json = archived_headers(headers, source);
     let (form, parsed) = read_delivery(&source.mapping, headers, body).await;
-    let received = received(source, headers, &headers_json, body, form, now);
+    let received = received(source, &headers_json, body, signed, form, now);
     let fallback;
     let source_metrics = match state.delivery_metrics.get(&source.name) {
         Some(m) => m,
@@ -466,9 +471,9 @@ async fn ingest(
 /// The delivery as ingest takes it: not a replay, for the source's destinations.
 fn received<'a>(
     source: &'a Source,
-    headers: &HeaderMap,
     headers_json: &'a str,
     body: &'a Bytes,
+    signed: Signed,
     form: FormRead,
     now: DateTime<Utc>,
 ) -> Received<'a> {
@@ -480,7 +485,7 @@ fn received<'a>(
         received_at: now,
         replay_of: None,
         replayed_by: None,
-        signed_body_digest: source.auth().replay_digest(headers, body),
+        signed_body_digest: signed,
         forward_to: &source.forward,
     }
 }

@@ -80,6 +80,14 @@ impl Failures {
         }
     }
 
+    /// The unresolved failures of the cause bound as `$1` (source), `$2` (stage), `$3` (class).
+    pub(crate) fn of_cause(&self) -> String {
+        format!(
+            "{} AND {} = $1 AND {} = $2 AND {} = $3",
+            self.unresolved, self.source, self.outcome, self.class
+        )
+    }
+
     /// The table without its alias.
     fn table_name(&self) -> &'static str {
         self.table.split(' ').next().unwrap_or(self.table)
@@ -195,14 +203,8 @@ async fn groups(
         let first_seen: DateTime<Utc> = row.try_get("", "first_seen")?;
         let last_seen: DateTime<Utc> = row.try_get("", "last_seen")?;
         let changed_at: Option<DateTime<Utc>> = row.try_get("", "changed_at")?;
-        let outcome: String = row.try_get("", "outcome")?;
         groups.push(ProblemGroup {
-            cause: Cause {
-                source: row.try_get("", "source")?,
-                outcome: Stage::parse(&outcome)
-                    .ok_or_else(|| DbErr::Type(format!("no stage {outcome}")))?,
-                class: row.try_get("", "error_class")?,
-            },
+            cause: cause_of(row)?,
             count: row.try_get("", "n")?,
             first_seen: first_seen.to_rfc3339(),
             last_seen: last_seen.to_rfc3339(),
@@ -215,6 +217,17 @@ async fn groups(
         });
     }
     Ok((groups, total, failures))
+}
+
+/// The cause a row names in its columns `source`, `outcome` and `error_class`.
+pub(crate) fn cause_of(row: &sea_orm::QueryResult) -> Result<Cause, DbErr> {
+    let outcome: String = row.try_get("", "outcome")?;
+    Ok(Cause {
+        source: row.try_get("", "source")?,
+        outcome: Stage::parse(&outcome)
+            .ok_or_else(|| DbErr::Type(format!("no stage {outcome}")))?,
+        class: row.try_get("", "error_class")?,
+    })
 }
 
 /// The groups of both stages, the most recently failing first, at most `limit`; the groups

@@ -9,8 +9,7 @@ use super::super::Db;
 use super::super::audit::{AuditEntry, audit_on};
 use super::Failures;
 use crate::model::{
-    AuditAction, Cause, MAX_REASON_BYTES, ProblemState, SettledCause, SettledPage, Stage,
-    StateChange,
+    AuditAction, Cause, MAX_REASON_BYTES, ProblemState, SettledCause, SettledPage, StateChange,
 };
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
@@ -62,16 +61,12 @@ pub async fn covered<C: ConnectionTrait>(conn: &C, cause: &Cause) -> Result<i64,
         .query_one_raw(Statement::from_sql_and_values(
             conn.get_database_backend(),
             format!(
-                "SELECT count(*) AS n FROM {table}
-                 WHERE {unresolved} AND {source} = $1 AND {outcome} = $2 AND {class_of} = $3
+                "SELECT count(*) AS n FROM {table} WHERE {of_cause}
                    AND NOT EXISTS (SELECT 1 FROM problem_states ps
                        WHERE ps.source = $1 AND ps.outcome = $2 AND ps.error_class = $3
                          AND ps.state = '{resolved}' AND {at} <= ps.changed_at)",
                 table = f.table,
-                unresolved = f.unresolved,
-                source = f.source,
-                outcome = f.outcome,
-                class_of = f.class,
+                of_cause = f.of_cause(),
                 at = f.at,
                 resolved = ProblemState::Resolved.as_str(),
             ),
@@ -88,8 +83,9 @@ async fn exists<C: ConnectionTrait>(conn: &C, cause: &Cause, class: &str) -> Res
         .query_one_raw(Statement::from_sql_and_values(
             conn.get_database_backend(),
             format!(
-                "SELECT 1 AS found FROM {} WHERE {} AND {} = $1 AND {} = $2 AND {} = $3 LIMIT 1",
-                f.table, f.unresolved, f.source, f.outcome, f.class
+                "SELECT 1 AS found FROM {} WHERE {} LIMIT 1",
+                f.table,
+                f.of_cause()
             ),
             key(cause, class),
         ))
@@ -244,16 +240,10 @@ pub async fn settled(db: &Db, page: u32) -> Result<SettledPage, DbErr> {
         .await?;
     let mut list = Vec::with_capacity(rows.len());
     for row in &rows {
-        let outcome: String = row.try_get("", "outcome")?;
         let state: String = row.try_get("", "state")?;
         let changed_at: DateTime<Utc> = row.try_get("", "changed_at")?;
         list.push(SettledCause {
-            cause: Cause {
-                source: row.try_get("", "source")?,
-                outcome: Stage::parse(&outcome)
-                    .ok_or_else(|| DbErr::Type(format!("no stage {outcome}")))?,
-                class: row.try_get("", "error_class")?,
-            },
+            cause: super::cause_of(row)?,
             state: ProblemState::parse(&state)
                 .ok_or_else(|| DbErr::Type(format!("no state {state}")))?,
             changed_at: changed_at.to_rfc3339(),
