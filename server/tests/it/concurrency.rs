@@ -40,16 +40,7 @@ pub(crate) async fn hold(db: &Db, body: &str) -> (DatabaseTransaction, Outcome, 
     )
     .await
     .expect("apply");
-    let pid = txn
-        .query_one_raw(Statement::from_string(
-            db.backend(),
-            "SELECT pg_backend_pid()",
-        ))
-        .await
-        .expect("pid")
-        .expect("row")
-        .try_get_by_index::<i32>(0)
-        .expect("int");
+    let pid = crate::support::backend_pid(&txn).await;
     (txn, recorded.outcome, pid)
 }
 

@@ -38,16 +38,7 @@ async fn sigterm_lets_a_delivery_in_flight_commit_and_answer_then_exits_0() {
     ))
     .await
     .expect("lock the row");
-    let holder = lock
-        .query_one_raw(Statement::from_string(
-            DatabaseBackend::Postgres,
-            "SELECT pg_backend_pid()",
-        ))
-        .await
-        .expect("pid")
-        .expect("row")
-        .try_get_by_index::<i32>(0)
-        .expect("int");
+    let holder = crate::support::backend_pid(&lock).await;
     let addr = process.addr;
     let in_flight = tokio::spawn({
         let client = client.clone();

@@ -26,14 +26,7 @@ async fn an_export_filter_with_line_breaks_is_logged_on_one_escaped_line() {
         .send()
         .await
         .expect("sign-in answers");
-    let cookie = signed_in
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .map(|v| v.split(';').next().unwrap_or_default().to_string())
-        .expect("a session");
+    let cookie = crate::support::session_cookie(signed_in.headers()).expect("a session");
 
     // `q` = "x\nFORGED  INFO signed in user=root\r\u{1b}[2J", as a URL sends it.
     let export = client

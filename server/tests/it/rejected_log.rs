@@ -469,14 +469,7 @@ async fn viewer_cookie(app: &TestApp) -> String {
         .send()
         .await
         .unwrap();
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .map(|v| v.split(';').next().unwrap().to_string())
-        .expect("a session cookie")
+    crate::support::session_cookie(response.headers()).expect("a session cookie")
 }
 
 /// The bytes of a row's source, cause and headers columns, as stored.

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
+use sea_orm::{ConnectionTrait, TransactionTrait};
 use server::routes::per_user::{InFlight, REQUESTS_PER_USER, RUNNING_PER_USER};
 
 #[tokio::test]
@@ -28,16 +28,7 @@ async fn a_user_runs_two_requests_at_a_time_and_past_eight_is_refused_429_while_
         .execute_unprepared("LOCK TABLE problem_states IN ACCESS EXCLUSIVE MODE")
         .await
         .unwrap();
-    let pid = holder
-        .query_one_raw(Statement::from_string(
-            sea_orm::DatabaseBackend::Postgres,
-            "SELECT pg_backend_pid() AS pid",
-        ))
-        .await
-        .unwrap()
-        .unwrap()
-        .try_get::<i32>("", "pid")
-        .unwrap();
+    let pid = crate::support::backend_pid(&holder).await;
     let calls: Vec<_> = (0..REQUESTS_PER_USER)
         .map(|_| {
             let (app, mallory) = (app.clone_handle(), mallory.clone());

@@ -54,13 +54,7 @@ async fn sign_in(
         .await
         .expect("login answers");
     let status = response.status();
-    let cookie = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .map(|v| v.split(';').next().unwrap_or_default().to_string());
+    let cookie = crate::support::session_cookie(response.headers());
     let text = response.text().await.unwrap_or_default();
     match cookie {
         Some(cookie) if status.is_success() || status.is_redirection() => Ok(cookie),

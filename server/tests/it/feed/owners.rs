@@ -233,16 +233,7 @@ async fn concurrent_creations_take_turns_and_never_pass_a_tokens_share() {
         .execute_unprepared("SELECT pg_advisory_xact_lock(hashtextextended('feed_consumers', 0))")
         .await
         .unwrap();
-    let pid = holder
-        .query_one_raw(sea_orm::Statement::from_string(
-            sea_orm::DatabaseBackend::Postgres,
-            "SELECT pg_backend_pid() AS pid",
-        ))
-        .await
-        .unwrap()
-        .unwrap()
-        .try_get::<i32>("", "pid")
-        .unwrap();
+    let pid = backend_pid(&holder).await;
     let creations: Vec<_> = ["last-a", "last-b"]
         .into_iter()
         .map(|name| {

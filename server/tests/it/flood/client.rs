@@ -30,13 +30,7 @@ pub async fn sign_in(
         .await
         .map_err(|_| 0u16)?;
     let status = response.status();
-    let cookie = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .map(|v| v.split(';').next().unwrap_or_default().to_string());
+    let cookie = crate::support::session_cookie(response.headers());
     match cookie {
         Some(cookie) if status.is_success() || status.is_redirection() => Ok(cookie),
         _ => Err(status.as_u16()),

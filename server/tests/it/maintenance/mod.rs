@@ -14,7 +14,7 @@ use app::ingest::{self, Outcome, Received, Recorded};
 use app::maintenance::purge::{purge_archive, purge_batch, retention_cutoff};
 use app::maintenance::verify::{Drift, repair_projection, verify};
 use chrono::{DateTime, Duration, SubsecRound, Utc};
-use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
+use sea_orm::{ConnectionTrait, DatabaseBackend};
 use std::time::Instant;
 
 mod commands;

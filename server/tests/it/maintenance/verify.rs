@@ -238,16 +238,7 @@ async fn a_repair_waits_for_a_delivery_holding_the_row_and_derives_from_what_it_
             current_revision: 7
         }
     );
-    let holder = txn
-        .query_one_raw(Statement::from_string(
-            DatabaseBackend::Postgres,
-            "SELECT pg_backend_pid()",
-        ))
-        .await
-        .expect("pid")
-        .expect("row")
-        .try_get_by_index::<i32>(0)
-        .expect("int");
+    let holder = crate::support::backend_pid(&txn).await;
 
     let repair_db = db.clone();
     let repair = tokio::spawn(async move {

@@ -115,3 +115,16 @@ pub async fn wait_until_blocked_by(db: &Db, holder: i32) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
+
+/// The PostgreSQL backend of `conn` (a transaction holding a lock), to see who waits for it.
+pub async fn backend_pid<C: sea_orm::ConnectionTrait>(conn: &C) -> i32 {
+    conn.query_one_raw(sea_orm::Statement::from_string(
+        sea_orm::DatabaseBackend::Postgres,
+        "SELECT pg_backend_pid() AS pid",
+    ))
+    .await
+    .expect("the backend's pid")
+    .expect("a row")
+    .try_get::<i32>("", "pid")
+    .expect("an int")
+}

@@ -21,15 +21,7 @@ pub async fn signed_in(app: &TestApp, name: &str, role: Role) -> String {
         .send()
         .await
         .expect("login answers");
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hookbox_session="))
-        .and_then(|v| v.split(';').next())
-        .map(str::to_string)
-        .expect("a session cookie")
+    crate::support::session_cookie(response.headers()).expect("a session cookie")
 }
 
 /// Calls the server function `endpoint` with form arguments and the session `cookie`: the
@@ -49,4 +41,15 @@ pub async fn call(
         .await
         .expect("server function answers");
     (response.status(), response.text().await.unwrap_or_default())
+}
+
+/// The session cookie (`hookbox_session=…`) an answer sets, as a `Cookie` header sends it back.
+pub fn session_cookie(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("hookbox_session="))
+        .and_then(|v| v.split(';').next())
+        .map(str::to_string)
 }
