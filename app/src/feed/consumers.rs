@@ -316,17 +316,8 @@ pub async fn list(db: &Db) -> Result<Vec<Consumer>, DbErr> {
 
 /// Deletes the consumer, audited as `actor`'s; `false` when there was none.
 pub async fn delete(db: &Db, name: &str, actor: &str) -> Result<bool, DbErr> {
-    // Creations count the consumers, then insert: concurrent ones take turns, or each would
-    // count the same rows and together pass the caps. Within a process they wait here, holding
-    // no connection; across processes one of each waits for the database's lock.
-    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let _turn = TURN.lock().await;
     let writer = db.dashboard_writer().await?;
-    let txn = writer.begin().await?;
-    if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
-        txn.execute_unprepared(&lock).await?;
-    }
-    let result = txn
+    let result = writer
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "DELETE FROM feed_consumers WHERE name = $1",
@@ -439,17 +430,8 @@ async fn move_to(
     } else {
         ""
     };
-    // Creations count the consumers, then insert: concurrent ones take turns, or each would
-    // count the same rows and together pass the caps. Within a process they wait here, holding
-    // no connection; across processes one of each waits for the database's lock.
-    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let _turn = TURN.lock().await;
     let writer = db.dashboard_writer().await?;
-    let txn = writer.begin().await?;
-    if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
-        txn.execute_unprepared(&lock).await?;
-    }
-    let result = txn
+    let result = writer
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             format!(
@@ -496,17 +478,8 @@ async fn lease(db: &Db, name: &str, holder: Option<&str>) -> Result<Consumer, Co
             _ => Ok(consumer),
         };
     };
-    // Creations count the consumers, then insert: concurrent ones take turns, or each would
-    // count the same rows and together pass the caps. Within a process they wait here, holding
-    // no connection; across processes one of each waits for the database's lock.
-    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let _turn = TURN.lock().await;
     let writer = db.dashboard_writer().await?;
-    let txn = writer.begin().await?;
-    if let Some(lock) = Dialect::of(db.backend()).lock_key("'feed_consumers'") {
-        txn.execute_unprepared(&lock).await?;
-    }
-    let result = txn
+    let result = writer
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "UPDATE feed_consumers SET lease_holder = $1, lease_until = $2
