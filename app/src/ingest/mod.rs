@@ -22,6 +22,12 @@ mod write;
 
 pub use outcome::Outcome;
 
+/// The one statement a new delivery runs on PostgreSQL, with its named parameters (`:name`):
+/// what `.ci/bench` has pgbench send, the ceiling of hookbox's own statements.
+pub fn postgres_delivery_statement() -> String {
+    write::postgres_claimed()
+}
+
 use crate::db::Db;
 use crate::envelope::{Envelope, Invalid, Mode};
 use chrono::{DateTime, Utc};

@@ -174,7 +174,7 @@ impl Statements {
 }
 
 /// PostgreSQL: the claimed path as one data-modifying statement.
-fn postgres_claimed() -> String {
+pub(super) fn postgres_claimed() -> String {
     let d = Dialect::Postgres;
     format!(
         "WITH claim AS (
