@@ -26,6 +26,10 @@ use tokio_util::sync::CancellationToken;
 /// The PostgreSQL channel commits are announced on.
 pub const CHANNEL: &str = "hookbox_feed";
 
+/// The least time between two of this process's notifications: under load it commits thousands
+/// of deliveries a second, and another process's waiting poll needs to hear of them once.
+pub const ANNOUNCE_SPACING: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Long polls waiting at once in one process, at most.
 pub const MAX_WAITERS: usize = 256;
 
@@ -241,15 +245,21 @@ pub fn start(db: &Db, signal: &Arc<FeedSignal>, background: &Background) {
         });
     }
     if db.backend() == sea_orm::DatabaseBackend::Postgres {
-        let (db2, announcing) = (db.clone(), signal.clone());
+        let (mut announcer, announcing) = (
+            crate::wakeup::Announcer::new(db, CHANNEL),
+            signal.clone(),
+        );
         let stop = background.token().clone();
         background.spawn("feed: announce commits", async move {
             loop {
                 tokio::select! {
                     () = stop.cancelled() => return,
-                    () = announcing.unannounced.notified() => {
-                        crate::wakeup::announce(&db2, CHANNEL).await;
-                    }
+                    () = announcing.unannounced.notified() => announcer.announce().await,
+                }
+                // The commits of the next moment are announced together, in one notification.
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(ANNOUNCE_SPACING) => {}
                 }
             }
         });

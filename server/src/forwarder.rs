@@ -55,13 +55,15 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
         grace,
     } = options;
     let stop = background.token();
+    // Tells the other processes on this PostgreSQL database that deliveries were committed.
+    let mut announcer = crate::wakeup::Announcer::new(&db, CHANNEL);
     if config.destinations.is_empty() {
         // Nothing to send here; what this process commits is still announced to the others
         // (a configuration that names no destination yet, during a rolling change).
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
-                () = wake.notified() => announce(&db).await,
+                () = wake.notified() => announcer.announce().await,
             }
         }
     }
@@ -156,7 +158,7 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
             () = stop.cancelled() => break,
             // A finished attempt may free an object's next revision, and room in the batch.
             Some(_) = attempts.join_next(), if !attempts.is_empty() => {}
-            () = wake.notified() => announce(&db).await,
+            () = wake.notified() => announcer.announce().await,
             () = peers.notified() => {}
             () = tokio::time::sleep(poll), if attempts.is_empty() => {}
         }
@@ -190,10 +192,6 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
     }
 }
 
-/// Tells the other processes on this PostgreSQL database that deliveries were committed.
-async fn announce(db: &Db) {
-    crate::wakeup::announce(db, CHANNEL).await;
-}
 
 async fn attempt(db: Db, destination: Destination, client: reqwest::Client, claimed: Claimed) {
     let destination = &destination;

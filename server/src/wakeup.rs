@@ -4,22 +4,69 @@
 //! Used by the forwarder (`hookbox_forward`) and the pull feed (`hookbox_feed`).
 
 use app::db::Db;
-use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
+use sea_orm::DatabaseBackend;
+use sea_orm::sqlx::Connection;
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
 use std::time::Duration;
 
-/// Sends one notification on `channel` (PostgreSQL; nothing on SQLite). A failure is logged at
-/// debug: the listeners' polling covers it.
-pub async fn announce(db: &Db, channel: &str) {
-    if db.backend() != DatabaseBackend::Postgres {
-        return;
+/// Sends the notifications of one channel from a connection of its own, kept between them: one
+/// round trip each. A connection of a pool would cost three (sqlx pings it when it is taken and
+/// when it is given back), and under load the feed announces hundreds of times a second.
+pub struct Announcer {
+    /// How to connect (PostgreSQL); `None` on SQLite, where nothing is announced.
+    options: Option<PgConnectOptions>,
+    channel: &'static str,
+    conn: Option<PgConnection>,
+}
+
+impl Announcer {
+    pub fn new(db: &Db, channel: &'static str) -> Announcer {
+        let options = (db.backend() == DatabaseBackend::Postgres).then(|| {
+            db.writer
+                .get_postgres_connection_pool()
+                .connect_options()
+                .as_ref()
+                .clone()
+        });
+        Announcer {
+            options,
+            channel,
+            conn: None,
+        }
     }
-    let notify = Statement::from_sql_and_values(
-        DatabaseBackend::Postgres,
-        "SELECT pg_notify($1, '')",
-        vec![channel.into()],
-    );
-    if let Err(e) = db.writer.execute_raw(notify).await {
-        tracing::debug!(channel, error = %e, "NOTIFY failed; the listeners poll");
+
+    /// Sends one notification on the channel (nothing on SQLite), connecting first when there
+    /// is no connection. A failure is logged at debug and the connection dropped, to be made
+    /// again by the next announcement: the listeners' polling covers the one missed.
+    pub async fn announce(&mut self) {
+        let Some(options) = &self.options else {
+            return;
+        };
+        let channel = self.channel;
+        let conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => {
+                let connecting = PgConnection::connect_with(options);
+                match tokio::time::timeout(app::db::ACQUIRE_TIMEOUT, connecting).await {
+                    Ok(Ok(conn)) => conn,
+                    Ok(Err(e)) => {
+                        tracing::debug!(channel, error = %e, "cannot connect to NOTIFY; the listeners poll");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(channel, "connecting to NOTIFY timed out; the listeners poll");
+                        return;
+                    }
+                }
+            }
+        };
+        let mut conn = conn;
+        let notify = sea_orm::sqlx::query("SELECT pg_notify($1, '')").bind(channel);
+        match tokio::time::timeout(app::db::ACQUIRE_TIMEOUT, notify.execute(&mut conn)).await {
+            Ok(Ok(_)) => self.conn = Some(conn),
+            Ok(Err(e)) => tracing::debug!(channel, error = %e, "NOTIFY failed; the listeners poll"),
+            Err(_) => tracing::debug!(channel, "NOTIFY timed out; the listeners poll"),
+        }
     }
 }
 
