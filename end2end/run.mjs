@@ -369,6 +369,14 @@ test('a viewer sees the dead deliveries of a destination that is down, and canno
   const attempts = page.getByTestId('forward-row').first().getByTestId('attempts');
   await page.getByTestId('forward-row').first().getByTestId('attempt-count').click();
   assert.match(await attempts.innerText(), /500[\s\S]*down for maintenance/);
+  // Expanded at a laptop's 1366 px, the table keeps within the page: nothing clipped.
+  await page.setViewportSize({ width: 1366, height: 900 });
+  const overflow = await page.evaluate(() => {
+    const table = document.querySelector('[data-testid="forward-row"]').closest('table');
+    return { table: table.getBoundingClientRect().right, page: document.documentElement.clientWidth, scroll: document.documentElement.scrollWidth };
+  });
+  assert.ok(overflow.table <= overflow.page && overflow.scroll <= overflow.page, `the expanded table fits 1366 px: ${JSON.stringify(overflow)}`);
+  await page.screenshot({ path: `${shots}destination-attempts-1366.png`, fullPage: true });
   // The server refuses a viewer's retry whatever the page shows.
   const status = await page.evaluate(async () => (await fetch('/api/retry_forward', {
     method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'name=orders-app&id=1',
