@@ -245,10 +245,8 @@ pub fn start(db: &Db, signal: &Arc<FeedSignal>, background: &Background) {
         });
     }
     if db.backend() == sea_orm::DatabaseBackend::Postgres {
-        let (mut announcer, announcing) = (
-            crate::wakeup::Announcer::new(db, CHANNEL),
-            signal.clone(),
-        );
+        let (mut announcer, announcing) =
+            (crate::wakeup::Announcer::new(db, CHANNEL), signal.clone());
         let stop = background.token().clone();
         background.spawn("feed: announce commits", async move {
             loop {

@@ -192,7 +192,6 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
     }
 }
 
-
 async fn attempt(db: Db, destination: Destination, client: reqwest::Client, claimed: Claimed) {
     let destination = &destination;
     let body = forward::request_body(&claimed);

@@ -54,7 +54,10 @@ impl Announcer {
                         return;
                     }
                     Err(_) => {
-                        tracing::debug!(channel, "connecting to NOTIFY timed out; the listeners poll");
+                        tracing::debug!(
+                            channel,
+                            "connecting to NOTIFY timed out; the listeners poll"
+                        );
                         return;
                     }
                 }
