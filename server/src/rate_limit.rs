@@ -22,10 +22,6 @@ pub struct Limits {
     pub tokens: RateLimiter,
     /// API requests per client address, before a token is looked up.
     pub clients: RateLimiter,
-    /// Feed pages per token: a reader catching up has an allowance of its own.
-    pub feed_tokens: RateLimiter,
-    /// Feed pages per client address, before a token is looked up.
-    pub feed_clients: RateLimiter,
 }
 
 #[derive(Default)]

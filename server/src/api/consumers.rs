@@ -11,9 +11,7 @@
 
 use super::ApiError;
 use super::doc::page;
-use super::extract::{
-    ApiPath, Body, FeedReader, NoParams, Operator, PageQuery, Query, Viewer, page_by_name,
-};
+use super::extract::{ApiPath, Body, NoParams, Operator, PageQuery, Query, Viewer, page_by_name};
 use super::feed::{FeedPage, cursor, feed_error, long_poll, wait};
 use crate::AppState;
 use app::auth::tokens::Caller;
@@ -291,7 +289,7 @@ pub(super) async fn items(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     Query(query): Query<ItemsQuery>,
-    FeedReader(caller): FeedReader,
+    Viewer(caller): Viewer,
 ) -> Result<Json<FeedPage>, ApiError> {
     let limit = super::extract::limit(query.limit.as_deref())?;
     let holder = holder(query.lease.as_deref())?;

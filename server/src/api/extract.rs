@@ -19,21 +19,13 @@ pub struct Viewer(pub Caller);
 /// A live operator's token within its rate (a viewer's is 403).
 pub struct Operator(pub Caller);
 
-/// A live token reading a feed page, within its feed allowance ([`super::FEED_PAGES_PER_SEC`]).
-pub struct FeedReader(pub Caller);
-
 impl FromRequestParts<AppState> for Viewer {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        super::caller(
-            state,
-            &parts.headers,
-            Role::Viewer,
-            super::Allowance::Requests,
-        )
-        .await
-        .map(Viewer)
+        super::caller(state, &parts.headers, Role::Viewer)
+            .await
+            .map(Viewer)
     }
 }
 
@@ -41,29 +33,9 @@ impl FromRequestParts<AppState> for Operator {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        super::caller(
-            state,
-            &parts.headers,
-            Role::Operator,
-            super::Allowance::Requests,
-        )
-        .await
-        .map(Operator)
-    }
-}
-
-impl FromRequestParts<AppState> for FeedReader {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        super::caller(
-            state,
-            &parts.headers,
-            Role::Viewer,
-            super::Allowance::FeedPages,
-        )
-        .await
-        .map(FeedReader)
+        super::caller(state, &parts.headers, Role::Operator)
+            .await
+            .map(Operator)
     }
 }
 

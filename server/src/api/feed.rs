@@ -8,7 +8,7 @@
 //! - A token limited to some sources reads only theirs.
 
 use super::ApiError;
-use super::extract::{FeedReader, Query};
+use super::extract::{Query, Viewer};
 use crate::AppState;
 use crate::feed::NoPlace;
 use app::auth::tokens::Caller;
@@ -17,17 +17,6 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::value::RawValue;
 use std::time::Duration;
-
-/// Whether a request reads a feed page (`GET /api/v1/feed`, a consumer's `items`): those take
-/// the feed's allowance ([`super::FEED_PAGES_PER_SEC`]), every other request the common one.
-pub fn is_page_read(method: &axum::http::Method, path: &str) -> bool {
-    method == axum::http::Method::GET
-        && (path == "/api/v1/feed"
-            || path
-                .strip_prefix("/api/v1/feed/consumers/")
-                .and_then(|rest| rest.strip_suffix("/items"))
-                .is_some_and(|name| !name.is_empty() && !name.contains('/')))
-}
 
 /// The longest `wait`, in seconds.
 pub const MAX_WAIT_SECS: u64 = 30;
@@ -152,7 +141,7 @@ pub struct FeedQuery {
 pub(super) async fn read(
     State(state): State<AppState>,
     Query(query): Query<FeedQuery>,
-    FeedReader(caller): FeedReader,
+    Viewer(caller): Viewer,
 ) -> Result<Json<FeedPage>, ApiError> {
     let limit = super::extract::limit(query.limit.as_deref())?;
     let after = query.after.as_deref().map(cursor).transpose()?;

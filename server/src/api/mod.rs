@@ -40,12 +40,6 @@ pub const TOKEN_REQUESTS_PER_SEC: u32 = 20;
 /// Requests one client address makes a second, per process, whatever their tokens: checked
 /// before any token is looked up, so made-up tokens cost no more than this in database reads.
 pub const CLIENT_REQUESTS_PER_SEC: u32 = 50;
-/// Feed pages ([`feed::is_page_read`]) a token, and a client address, read a second, per
-/// process, counted apart from every other request: a reader catching up goes up to 100 pages
-/// of 500 items, 50,000 items a second, while its token's other calls keep their
-/// [`TOKEN_REQUESTS_PER_SEC`]. Each page is bounded on its own (1 MiB, two read at once per
-/// process), so the allowance raises nothing else a token can spend.
-pub const FEED_PAGES_PER_SEC: u32 = 100;
 /// The largest request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
@@ -132,12 +126,7 @@ async fn per_client(
                 .to_string()
         })
         .unwrap_or_else(|| "unknown".into());
-    let (bucket, per_sec) = if feed::is_page_read(request.method(), request.uri().path()) {
-        (&state.limits.feed_clients, FEED_PAGES_PER_SEC)
-    } else {
-        (&state.limits.clients, CLIENT_REQUESTS_PER_SEC)
-    };
-    if let Err(wait) = bucket.take(&client, per_sec) {
+    if let Err(wait) = state.limits.clients.take(&client, CLIENT_REQUESTS_PER_SEC) {
         let request_id = RequestId::of(request.headers());
         return ApiError::TooManyRequests {
             retry_after_secs: wait.as_secs().max(1),
@@ -157,33 +146,19 @@ async fn per_client(
     response
 }
 
-/// Which allowance a request takes from.
-#[derive(Clone, Copy)]
-enum Allowance {
-    /// [`TOKEN_REQUESTS_PER_SEC`].
-    Requests,
-    /// [`FEED_PAGES_PER_SEC`].
-    FeedPages,
-}
-
 /// The caller of a request: a live token within its rate, with at least `role`.
-async fn caller(
-    state: &AppState,
-    headers: &HeaderMap,
-    role: Role,
-    allowance: Allowance,
-) -> Result<Caller, ApiError> {
+async fn caller(state: &AppState, headers: &HeaderMap, role: Role) -> Result<Caller, ApiError> {
     let caller = authenticate(&state.db, headers)
         .await
         .map_err(|failure| match failure {
             AuthFailure::Refused(why) => ApiError::Unauthorized(why.to_string()),
             AuthFailure::Db(e) => ApiError::from(e),
         })?;
-    let (bucket, per_sec) = match allowance {
-        Allowance::Requests => (&state.limits.tokens, TOKEN_REQUESTS_PER_SEC),
-        Allowance::FeedPages => (&state.limits.feed_tokens, FEED_PAGES_PER_SEC),
-    };
-    if let Err(wait) = bucket.take(&caller.name, per_sec) {
+    if let Err(wait) = state
+        .limits
+        .tokens
+        .take(&caller.name, TOKEN_REQUESTS_PER_SEC)
+    {
         return Err(ApiError::TooManyRequests {
             retry_after_secs: wait.as_secs().max(1),
         });

@@ -262,36 +262,6 @@ async fn each_token_is_held_to_its_rate(backend: Backend) {
     assert_eq!(status, 200, "another token has its own rate");
 }
 
-both_backends!(feed_pages_have_an_allowance_of_their_own_and_spend_none_of_the_tokens_other_calls);
-async fn feed_pages_have_an_allowance_of_their_own_and_spend_none_of_the_tokens_other_calls(
-    backend: Backend,
-) {
-    use server::api::FEED_PAGES_PER_SEC;
-    let app = spawn_app(backend).await;
-    let reader = token(&app, "reader", Role::Viewer, &[]).await;
-    let statuses = |path: &'static str, n: u32| {
-        let (app, reader) = (&app, &reader);
-        async move {
-            let calls = (0..n).map(|_| app.client.get(app.url(path)).bearer_auth(reader).send());
-            futures::future::join_all(calls)
-                .await
-                .into_iter()
-                .map(|a| a.unwrap().status().as_u16())
-                .collect::<Vec<u16>>()
-        }
-    };
-    // Three times the token's request rate in feed pages at once: every one served.
-    let pages = statuses("/api/v1/feed?limit=500", TOKEN_REQUESTS_PER_SEC * 3).await;
-    assert!(pages.iter().all(|s| *s == 200), "{pages:?}");
-    // Its other calls still have their whole second's worth.
-    let others = statuses("/api/v1/sources", TOKEN_REQUESTS_PER_SEC).await;
-    assert!(others.iter().all(|s| *s == 200), "{others:?}");
-    // And the feed's allowance has its bound: past it, 429.
-    let past = statuses("/api/v1/feed?limit=1", FEED_PAGES_PER_SEC + 20).await;
-    assert!(past.contains(&429), "{past:?}");
-    assert!(past.contains(&200), "{past:?}");
-}
-
 /// `hookbox token add|list|revoke`, as processes on the test's database.
 #[tokio::test]
 async fn the_token_command_prints_a_token_once_lists_and_revokes_it() {
