@@ -201,6 +201,19 @@ fn case_variants(c: char) -> Vec<char> {
     out
 }
 
+/// Writes a letter of several spellings as a bracket of them (`ü` → `[üÜ]`); `false` for a
+/// character of one spelling, left to the caller.
+fn push_spellings(out: &mut String, c: char) -> bool {
+    let variants = case_variants(c);
+    if variants.len() < 2 {
+        return false;
+    }
+    out.push('[');
+    out.extend(variants);
+    out.push(']');
+    true
+}
+
 /// `text` as a PostgreSQL regular expression (the jsonpath `like_regex`'s) that finds it inside a
 /// value whatever the case, Unicode included, and whatever the database's locale: each letter a
 /// bracket of its spellings (`müll` → `[mM][üÜ][lL][lL]`), every other character but letters and
@@ -208,12 +221,10 @@ fn case_variants(c: char) -> Vec<char> {
 pub fn part_regex(text: &str) -> String {
     let mut out = String::new();
     for c in text.chars() {
-        let variants = case_variants(c);
-        if variants.len() > 1 {
-            out.push('[');
-            out.extend(variants);
-            out.push(']');
-        } else if c.is_alphanumeric() {
+        if push_spellings(&mut out, c) {
+            continue;
+        }
+        if c.is_alphanumeric() {
             out.push(c);
         } else {
             out.push('\\');
@@ -228,12 +239,10 @@ pub fn part_regex(text: &str) -> String {
 pub fn part_glob(text: &str) -> String {
     let mut out = String::from("*");
     for c in text.chars() {
-        let variants = case_variants(c);
-        if variants.len() > 1 {
-            out.push('[');
-            out.extend(variants);
-            out.push(']');
-        } else if matches!(c, '*' | '?' | '[') {
+        if push_spellings(&mut out, c) {
+            continue;
+        }
+        if matches!(c, '*' | '?' | '[') {
             out.push('[');
             out.push(c);
             out.push(']');

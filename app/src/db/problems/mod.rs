@@ -80,10 +80,11 @@ impl Failures {
         }
     }
 
-    /// The unresolved failures of the cause bound as `$1` (source), `$2` (stage), `$3` (class).
-    pub(crate) fn of_cause(&self) -> String {
+    /// The unresolved failures of the cause `(source, stage, class)`, each an SQL expression
+    /// (bound parameters, or a group's columns).
+    pub(crate) fn of_cause(&self, (source, stage, class): (&str, &str, &str)) -> String {
         format!(
-            "{} AND {} = $1 AND {} = $2 AND {} = $3",
+            "{} AND {} = {source} AND {} = {stage} AND {} = {class}",
             self.unresolved, self.source, self.outcome, self.class
         )
     }
@@ -131,14 +132,10 @@ fn grouped(f: &Failures, which: Which, limit: Option<usize>) -> String {
     let since = |figure: &str, column: &str| {
         format!(
             "CASE WHEN {resolved} THEN (SELECT {figure} FROM {table}
-                 WHERE {unresolved} AND {source} = g.source AND {outcome} = g.outcome
-                   AND {class} = g.error_class AND {at} > ps.changed_at)
+                 WHERE {of_group} AND {at} > ps.changed_at)
              ELSE g.{column} END AS {column}",
             table = f.table,
-            unresolved = f.unresolved,
-            source = f.source,
-            outcome = f.outcome,
-            class = f.class,
+            of_group = f.of_cause(("g.source", "g.outcome", "g.error_class")),
             at = f.at,
         )
     };

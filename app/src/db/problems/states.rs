@@ -41,6 +41,9 @@ pub enum StateError {
     Db(#[from] DbErr),
 }
 
+/// The cause as [`key`] binds it.
+const BOUND: (&str, &str, &str) = ("$1", "$2", "$3");
+
 /// The cause's key in `problem_states`: source (or destination), stage, class.
 fn key(cause: &Cause, class: &str) -> Vec<Value> {
     vec![
@@ -66,7 +69,7 @@ pub async fn covered<C: ConnectionTrait>(conn: &C, cause: &Cause) -> Result<i64,
                        WHERE ps.source = $1 AND ps.outcome = $2 AND ps.error_class = $3
                          AND ps.state = '{resolved}' AND {at} <= ps.changed_at)",
                 table = f.table,
-                of_cause = f.of_cause(),
+                of_cause = f.of_cause(BOUND),
                 at = f.at,
                 resolved = ProblemState::Resolved.as_str(),
             ),
@@ -85,7 +88,7 @@ async fn exists<C: ConnectionTrait>(conn: &C, cause: &Cause, class: &str) -> Res
             format!(
                 "SELECT 1 AS found FROM {} WHERE {} LIMIT 1",
                 f.table,
-                f.of_cause()
+                f.of_cause(BOUND)
             ),
             key(cause, class),
         ))
