@@ -76,7 +76,7 @@ pub fn session_token() -> Option<String> {
     auth::session_token_of(&request_parts()?.headers)
 }
 
-pub async fn current_user() -> Result<Option<User>, DashboardError> {
+pub async fn signed_in_user() -> Result<Option<User>, DashboardError> {
     if let Some(SignedIn(user)) =
         request_parts().and_then(|p| p.extensions.get::<SignedIn>().cloned())
     {
@@ -93,7 +93,7 @@ pub async fn current_user() -> Result<Option<User>, DashboardError> {
 
 /// The signed-in user, if their role is at least `role`.
 pub async fn require(role: Role) -> Result<User, DashboardError> {
-    match current_user().await? {
+    match signed_in_user().await? {
         None => Err(fail(DashboardError::SignInRequired)),
         Some(user) if user.role < role => Err(fail(DashboardError::OperatorsOnly)),
         Some(user) => Ok(user),
@@ -123,6 +123,36 @@ pub fn replay_failed(error: crate::ingest::replay::ReplayError) -> DashboardErro
             "nothing was replayed: {reason}"
         ))),
         other => bad_request(other.to_string()),
+    }
+}
+
+/// Each domain error the dashboard's server functions meet, as the browser sees it: converted
+/// here once, so a call site writes `?`.
+impl From<sea_orm::DbErr> for DashboardError {
+    fn from(error: sea_orm::DbErr) -> Self {
+        unavailable(&error)
+    }
+}
+
+impl From<QueryError> for DashboardError {
+    fn from(error: QueryError) -> Self {
+        query_failed(error)
+    }
+}
+
+impl From<crate::ingest::replay::ReplayError> for DashboardError {
+    fn from(error: crate::ingest::replay::ReplayError) -> Self {
+        replay_failed(error)
+    }
+}
+
+impl From<crate::db::destinations::RetryError> for DashboardError {
+    fn from(error: crate::db::destinations::RetryError) -> Self {
+        use crate::db::destinations::RetryError;
+        match error {
+            RetryError::Refused(reason) => bad_request(reason),
+            RetryError::Query(e) => query_failed(e),
+        }
     }
 }
 

@@ -173,13 +173,9 @@ pub fn resent(class: HeaderClass, role: Role) -> bool {
     }
 }
 
-/// A stored header object (the archive's `headers`) as `role` may see it: `(name, value, may
-/// be resent)` in stored order, each classified now. Anything but a JSON object is nothing.
-pub fn shown_headers(
-    headers_json: &str,
-    source: Option<&Source>,
-    role: Role,
-) -> Vec<(String, String, bool)> {
+/// A stored header object (the archive's `headers`, the refused-requests log's) as name/value
+/// pairs in stored order. Anything but a JSON object is nothing.
+pub fn stored_headers(headers_json: &str) -> Vec<(String, String)> {
     match serde_json::from_str::<serde_json::Value>(headers_json) {
         Ok(serde_json::Value::Object(map)) => map
             .into_iter()
@@ -188,14 +184,29 @@ pub fn shown_headers(
                     serde_json::Value::String(s) => s,
                     other => other.to_string(),
                 };
-                let class = classify(&name, source);
-                let shown = shown_value(class, role, &value);
-                let resend = resent(class, role) && !is_redacted(&shown);
-                (name, shown, resend)
+                (name, value)
             })
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// A stored header object (the archive's `headers`) as `role` may see it: `(name, value, may
+/// be resent)` in stored order, each classified now. Anything but a JSON object is nothing.
+pub fn shown_headers(
+    headers_json: &str,
+    source: Option<&Source>,
+    role: Role,
+) -> Vec<(String, String, bool)> {
+    stored_headers(headers_json)
+        .into_iter()
+        .map(|(name, value)| {
+            let class = classify(&name, source);
+            let shown = shown_value(class, role, &value);
+            let resend = resent(class, role) && !is_redacted(&shown);
+            (name, shown, resend)
+        })
+        .collect()
 }
 
 /// At most `max_bytes` bytes of `text` (cut at a character boundary, `…` included where it was

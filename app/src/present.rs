@@ -57,10 +57,7 @@ pub fn cut(text: &str) -> (&str, bool) {
     if text.len() <= SHOWN_MAX_BYTES && newlines < SHOWN_MAX_LINES {
         return (text, false);
     }
-    let mut end = text.len().min(SHOWN_MAX_BYTES);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(SHOWN_MAX_BYTES);
     let within = &text[..end];
     let at = within
         .match_indices('\n')

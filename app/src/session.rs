@@ -9,9 +9,7 @@ use leptos::prelude::*;
 pub async fn logout() -> Result<(), DashboardError> {
     use crate::{auth, guard};
     if let Some(token) = guard::session_token() {
-        auth::revoke_session(&guard::db()?, &token)
-            .await
-            .map_err(|e| guard::unavailable(&e))?;
+        auth::revoke_session(&guard::db()?, &token).await?;
     }
     guard::set_cookie(&auth::cleared_session_cookie());
     leptos_axum::redirect("/login");

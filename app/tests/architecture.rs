@@ -1,7 +1,7 @@
 //! The folder tree is the architecture, and this test keeps it so: in `app/src` and
 //! `server/src`, no module imports a module that imports it back (no cycle, through any number
 //! of steps), no module of `app` imports one of a higher layer (the table below), no page imports
-//! another page, and no source file is over 600 lines.
+//! another page, no source file is over 600 lines, and no function over 100.
 //!
 //! Imports are read from the source text: every `crate::a::b` and `super::b` path outside
 //! comments and unit-test modules, resolved to the deepest module that exists. A child using
@@ -295,6 +295,114 @@ fn no_source_file_is_over_600_lines() {
         }
     }
     assert_eq!(long, Vec::<String>::new(), "files over {MAX_LINES} lines");
+}
+
+/// The longest a function may be, its signature and closing brace included.
+const MAX_FUNCTION_LINES: usize = 100;
+
+/// Functions over [`MAX_FUNCTION_LINES`] still to be split (`file`, `function`): the list only
+/// shrinks. One that is split must leave it; one not on it must not grow past the bound.
+const LONG_FUNCTIONS_LEFT: &[(&str, &str)] = &[
+    ("app/src/envelope/validate.rs", "parse_envelope_as"),
+    ("app/src/config/sources.rs", "read_source"),
+    ("app/src/pages/event.rs", "EventBody"),
+    ("app/src/pages/events.rs", "EventsPage"),
+    ("app/src/providers/mod.rs", "mapping"),
+    ("app/src/providers/mod.rs", "recipe"),
+];
+
+/// Each function of `text` (before its unit-test module) with its length in lines: from the
+/// line of its `fn` to its closing brace, which rustfmt puts at the indentation of the `fn`.
+fn function_lengths(text: &str) -> Vec<(String, usize)> {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let mut rest = code;
+        for qualifier in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
+            rest = rest.strip_prefix(qualifier).unwrap_or(rest);
+        }
+        let Some(signature) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = signature
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // The body opens where the signature ends; a declaration without one is skipped.
+        let Some(open) = (i..lines.len()).find(|&j| {
+            let l = lines[j].trim_end();
+            l.ends_with('{') || l.ends_with(';') || l.ends_with("{}")
+        }) else {
+            continue;
+        };
+        if !lines[open].trim_end().ends_with('{') {
+            continue;
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = (open + 1..lines.len()).find(|&j| lines[j].trim_end() == close) {
+            out.push((name, end - i + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_over_100_lines() {
+    let mut long = Vec::new();
+    let mut split = Vec::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for name in ["app", "server"] {
+        let mut files = Vec::new();
+        source_files(&crate_root(name), &mut files);
+        for file in files {
+            // A unit-test module in a file of its own is tests, not the program.
+            if file.file_name().is_some_and(|f| f == "tests.rs") {
+                continue;
+            }
+            let shown = file
+                .strip_prefix(&root)
+                .expect("under the workspace")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let text = fs::read_to_string(&file).expect("read");
+            for (function, lines) in function_lengths(&text) {
+                let listed = LONG_FUNCTIONS_LEFT.contains(&(shown.as_str(), function.as_str()));
+                if lines > MAX_FUNCTION_LINES && !listed {
+                    long.push(format!("{shown}: {function} ({lines} lines)"));
+                } else if lines <= MAX_FUNCTION_LINES && listed {
+                    split.push(format!("{shown}: {function} ({lines} lines): off the list"));
+                }
+            }
+        }
+    }
+    assert_eq!(
+        long,
+        Vec::<String>::new(),
+        "functions over {MAX_FUNCTION_LINES} lines"
+    );
+    assert_eq!(split, Vec::<String>::new(), "split functions still listed");
+}
+
+#[test]
+fn a_function_is_measured_from_its_fn_to_its_closing_brace() {
+    let text = "pub async fn long(\n    a: u8,\n) -> u8 {\n    a\n}\n\nfn decl();\n    fn inner() {\n        1\n    }\n";
+    assert_eq!(
+        function_lengths(text),
+        [("long".to_string(), 5), ("inner".to_string(), 3)]
+    );
 }
 
 #[test]

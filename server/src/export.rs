@@ -14,7 +14,7 @@ use app::db::Db;
 use app::db::audit::{AuditEntry, audit};
 use app::db::export::{self, EXPORT_BATCH, EXPORT_CAP, ExportRow, Format, Place};
 use app::db::filter::{QueryError, in_words};
-use app::db::search::{SearchError, SearchPermit, search_deadline};
+use app::db::search_bounds::{SearchError, SearchPermit, search_deadline};
 use app::guard::{ClientAddress, SignedIn};
 use app::model::{AuditAction, EventFilter};
 use axum::body::{Body, Bytes};
@@ -116,6 +116,12 @@ pub async fn events(
         _permit: permit,
         place,
     };
+    download(export)
+}
+
+/// The answer streaming `export`: the file's type and name, never stored by the browser.
+fn download(export: Export) -> Response {
+    let format = export.format;
     let stream = futures::stream::unfold(Some(export), |export| async move {
         let mut export = export?;
         match export.next_chunk().await {

@@ -7,8 +7,9 @@
 //! - One task per process, the watcher, reads what the feed serves after the last place it saw
 //!   (`app::feed::news`: one small query per burst of commits, at most one per
 //!   [`WATCH_PAUSE`]) and wakes only the long polls whose selection takes one of the new items;
-//!   those read their page. A long poll waiting for a source that gets nothing costs nothing, and
-//!   a commit costs one query, not one per waiting poll. Rows held back behind a running
+//!   those read their page. A long poll waiting for a source that gets nothing costs nothing, a
+//!   commit costs one query, not one per waiting poll, and while no poll waits, nothing at all
+//!   (the watcher reads nothing then). Rows held back behind a running
 //!   transaction are looked at again after [`HELD_BACK_RECHECK`]; with polls waiting, every
 //!   [`BACKSTOP`] too (a lost notification, SQLite's other processes).
 //! - At most [`MAX_WAITERS`] long polls wait at once per process, at most
@@ -175,12 +176,25 @@ impl FeedSignal {
         }
     }
 
+    /// Wakes every waiting poll.
+    fn wake_all(&self) {
+        for waiting in self.lock().iter() {
+            waiting.wake.notify_one();
+        }
+    }
+
     fn anyone_waiting(&self) -> bool {
         !self.lock().is_empty()
     }
 }
 
 /// Follows what the feed serves and wakes the long polls that take it; runs until `stop`.
+///
+/// While no poll waits it reads nothing (a commit then costs the process no query): the place
+/// it last saw is only marked out of date. The first time it looks again with a poll waiting,
+/// it reads the latest place and wakes every waiting poll once: each reads its page from its
+/// own place, so what was committed up to the latest place is theirs, and what follows it is
+/// news as usual.
 async fn watch(db: Db, signal: Arc<FeedSignal>, stop: CancellationToken) {
     // From the latest place served when it starts: a poll reads after it starts waiting, so it
     // has what came before.
@@ -196,33 +210,50 @@ async fn watch(db: Db, signal: Arc<FeedSignal>, stop: CancellationToken) {
             }
         }
     };
-    let mut held_back = false;
+    let (mut held_back, mut out_of_date) = (false, false);
     loop {
-        let pause = if held_back {
-            HELD_BACK_RECHECK
-        } else if signal.anyone_waiting() {
-            BACKSTOP
-        } else {
+        let anyone_waiting = signal.anyone_waiting();
+        let pause = if !anyone_waiting {
             Duration::from_secs(3600)
+        } else if held_back {
+            HELD_BACK_RECHECK
+        } else {
+            BACKSTOP
         };
         tokio::select! {
             () = stop.cancelled() => return,
             () = signal.heard.notified() => {}
             () = tokio::time::sleep(pause) => {}
         }
-        match app::feed::news(&db, last).await {
-            Ok((kinds, place, waiting_behind)) => {
-                signal.wake(&kinds);
-                held_back = waiting_behind;
-                last = place;
-                if !kinds.is_empty() {
-                    // More may follow the ones read: look again without waiting for a wake-up.
-                    signal.heard.notify_one();
+        if !signal.anyone_waiting() {
+            // Nobody to wake: what is new waits for a poll, which reads its own page first.
+            out_of_date = true;
+        } else if out_of_date {
+            match app::feed::latest(&db).await {
+                Ok(latest) => {
+                    (last, out_of_date, held_back) = (latest, false, true);
+                    signal.wake_all();
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "feed watcher: cannot read the latest place");
+                    held_back = true;
                 }
             }
-            Err(e) => {
-                tracing::debug!(error = %e, "feed watcher: cannot read what is new");
-                held_back = true;
+        } else {
+            match app::feed::news(&db, last).await {
+                Ok((kinds, place, waiting_behind)) => {
+                    signal.wake(&kinds);
+                    held_back = waiting_behind;
+                    last = place;
+                    if !kinds.is_empty() {
+                        // More may follow the ones read: look again without waiting for a wake-up.
+                        signal.heard.notify_one();
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "feed watcher: cannot read what is new");
+                    held_back = true;
+                }
             }
         }
         tokio::time::sleep(WATCH_PAUSE).await;

@@ -68,38 +68,13 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
         }
     }
     let worker = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
-    let clients: HashMap<String, reqwest::Client> = config
-        .destinations
-        .iter()
-        .filter_map(|d| {
-            let client = reqwest::Client::builder()
-                .timeout(Duration::from_secs(d.timeout_secs))
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| tracing::error!(destination = %d.name, error = %e, "no HTTP client"))
-                .ok()?;
-            Some((d.name.clone(), client))
-        })
-        .collect();
+    let clients = clients_of(&config);
     let mut names: Vec<&str> = config
         .destinations
         .iter()
         .map(|d| d.name.as_str())
         .collect();
-    // A claim outlives the slowest attempt, its wait for the rate limit included, so only a
-    // dead worker loses it.
-    let longest = config
-        .destinations
-        .iter()
-        .map(|d| {
-            let rate_wait = d.rate_limit_per_sec.map_or(0, |per_sec| {
-                (BATCH as u64).div_ceil(u64::from(per_sec.max(1)))
-            });
-            d.timeout_secs + rate_wait
-        })
-        .max()
-        .unwrap_or(15);
-    let lease = Duration::from_secs(longest + 30);
+    let lease = lease_of(&config);
     // Per destination, at most `rate_limit_per_sec` attempts a second from this process.
     let limiter = Arc::new(crate::rate_limit::RateLimiter::default());
     // Other processes' wake-ups (PostgreSQL only).
@@ -163,6 +138,46 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
             () = tokio::time::sleep(poll), if attempts.is_empty() => {}
         }
     }
+    finish(&db, &worker, attempts, grace).await;
+}
+
+/// One HTTP client per destination, with its timeout and no redirects.
+fn clients_of(config: &Config) -> HashMap<String, reqwest::Client> {
+    config
+        .destinations
+        .iter()
+        .filter_map(|d| {
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(d.timeout_secs))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| tracing::error!(destination = %d.name, error = %e, "no HTTP client"))
+                .ok()?;
+            Some((d.name.clone(), client))
+        })
+        .collect()
+}
+
+/// How long a claim lasts: it outlives the slowest attempt, its wait for the rate limit
+/// included, so only a dead worker loses it.
+fn lease_of(config: &Config) -> Duration {
+    let longest = config
+        .destinations
+        .iter()
+        .map(|d| {
+            let rate_wait = d.rate_limit_per_sec.map_or(0, |per_sec| {
+                (BATCH as u64).div_ceil(u64::from(per_sec.max(1)))
+            });
+            d.timeout_secs + rate_wait
+        })
+        .max()
+        .unwrap_or(15);
+    Duration::from_secs(longest + 30)
+}
+
+/// At shutdown: the attempts in flight finish within `grace` (or are abandoned, their
+/// deliveries due again), then the worker's unfinished claims are given up.
+async fn finish(db: &Db, worker: &str, mut attempts: tokio::task::JoinSet<()>, grace: Duration) {
     let in_flight = attempts.len();
     if in_flight > 0 {
         tracing::info!(
@@ -183,7 +198,7 @@ pub async fn run(db: Db, config: Arc<Config>, options: Options) {
             );
         }
     }
-    match forward::release_claims(&db, &worker).await {
+    match forward::release_claims(db, worker).await {
         Ok(0) => {}
         Ok(released) => tracing::info!(released, "forwarder stopped: unfinished claims given up"),
         Err(e) => {
@@ -290,12 +305,6 @@ async fn excerpt(mut response: reqwest::Response) -> String {
 }
 
 fn truncate_bytes(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
+    text.truncate(text.floor_char_boundary(max));
     text
 }

@@ -34,12 +34,21 @@ pub fn escaped_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w
 }
 
 fn write_field(writer: &mut Writer<'_>, field: &Field, value: &dyn fmt::Debug) -> fmt::Result {
-    // A `%` field's Debug is its Display; a `?` field's Debug already quotes and escapes.
-    let text = format!("{value:?}");
     if field.name() != "message" {
         write!(writer, "{}=", field.name())?;
     }
-    write_escaped(writer, &text)
+    // A `%` field's Debug is its Display; a `?` field's Debug already quotes and escapes.
+    // Written through the escaping writer: no copy of the value is made first.
+    fmt::Write::write_fmt(&mut Escaping(writer), format_args!("{value:?}"))
+}
+
+/// A writer that escapes every control character of what is written through it.
+struct Escaping<W>(W);
+
+impl<W: fmt::Write> fmt::Write for Escaping<W> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        write_escaped(&mut self.0, text)
+    }
 }
 
 /// `text` with every control character escaped.

@@ -349,38 +349,11 @@ async fn read_verify_runs(state: &AppState) {
 /// Each configured destination's dead deliveries (kept until an operator retries them), on the
 /// dashboard's pool. One statement over the index on `(destination, status, id)`.
 async fn read_forward_dead(state: &AppState) {
-    use sea_orm::{ConnectionTrait, Statement, Value};
     let destinations = &state.config.destinations;
-    let placeholders = (1..=destinations.len())
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "SELECT destination, count(*) AS dead FROM forward_deliveries
-         WHERE status = 'dead' AND destination IN ({placeholders}) GROUP BY destination"
-    );
-    let values: Vec<Value> = destinations.iter().map(|d| d.name.clone().into()).collect();
-    let rows = state
-        .db
-        .conn
-        .query_all_raw(Statement::from_sql_and_values(
-            state.db.backend(),
-            sql,
-            values,
-        ))
-        .await;
-    let counts: Result<Vec<(String, i64)>, sea_orm::DbErr> = rows.and_then(|rows| {
-        rows.iter()
-            .map(|row| Ok((row.try_get("", "destination")?, row.try_get("", "dead")?)))
-            .collect()
-    });
-    match counts {
+    let names: Vec<&str> = destinations.iter().map(|d| d.name.as_str()).collect();
+    match app::db::destinations::dead_counts(&state.db, &names).await {
         Ok(counts) => {
-            for destination in destinations {
-                let dead = counts
-                    .iter()
-                    .find(|(name, _)| *name == destination.name)
-                    .map_or(0, |(_, n)| *n);
+            for (destination, dead) in destinations.iter().zip(counts) {
                 metrics::gauge!("hookbox_forward_dead", "destination" => destination.name.clone())
                     .set(dead as f64);
             }

@@ -24,6 +24,7 @@
 
 use app::db::Db;
 use app::db::rejected::{self, MAX_BATCH, NewRejected};
+use app::headers::cut;
 use axum::http::HeaderMap;
 use sea_orm::{DatabaseBackend, DatabaseConnection};
 use std::collections::BTreeSet;
@@ -289,12 +290,6 @@ pub fn logged_headers(headers: &HeaderMap, source: Option<&app::config::Source>)
 /// The length of `text` as a JSON string.
 fn json_len(text: &str) -> usize {
     serde_json::to_string(text).map_or(text.len() * 6 + 2, |s| s.len())
-}
-
-/// At most `max_bytes` bytes of `text`, control characters (NUL among them, which PostgreSQL's
-/// text refuses) replaced, and an ellipsis where it was cut (`app::headers::cut`).
-pub fn cut(text: &str, max_bytes: usize) -> String {
-    app::headers::cut(text, max_bytes)
 }
 
 #[cfg(test)]

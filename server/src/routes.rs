@@ -203,17 +203,14 @@ async fn guard_dashboard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let address = request
+    let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| {
-            state
-                .settings
-                .trusted_proxies
-                .client_address(addr.ip(), request.headers())
-                .to_string()
-        })
-        .unwrap_or_else(|| "unknown".into());
+        .map(|connected| connected.0);
+    let address = state
+        .settings
+        .trusted_proxies
+        .client_of(peer, request.headers());
     request.extensions_mut().insert(ClientAddress(address));
     let path = request.uri().path().to_string();
 
@@ -224,7 +221,7 @@ async fn guard_dashboard(
         return (StatusCode::FORBIDDEN, "cross-site request refused").into_response();
     }
     // The session is looked up once per request, here, and handed to the page's render and its
-    // server functions (`guard::current_user`); assets and the sign-in call need none.
+    // server functions (`guard::signed_in_user`); assets and the sign-in call need none.
     let asset = path.starts_with("/pkg/") || path == "/favicon.svg" || path == "/favicon.ico";
     let user = match auth::session_token_of(request.headers()) {
         Some(token) if !asset && path != "/api/login" => {

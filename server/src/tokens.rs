@@ -32,7 +32,7 @@ pub async fn add(
     )
     .await
     .map_err(|e| match e {
-        TokenError::Invalid(why) => anyhow::anyhow!(why),
+        TokenError::Invalid(why) => anyhow::anyhow!(why.to_string()),
         TokenError::Db(e) => anyhow::Error::new(e).context("store the token"),
     })?;
     eprintln!(

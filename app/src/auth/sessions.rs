@@ -17,7 +17,7 @@ pub(super) fn token_hash(token: &str) -> String {
 pub async fn session_user(db: &Db, token: &str) -> Result<Option<User>, DbErr> {
     Ok(users::session_user(db, &token_hash(token))
         .await?
-        .and_then(User::from_record))
+        .map(User::from_record))
 }
 
 pub async fn revoke_session(db: &Db, token: &str) -> Result<(), DbErr> {

@@ -109,7 +109,7 @@ pub async fn sign_in(
     let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
         .await
         .unwrap_or(false);
-    let Some(user) = found.and_then(User::from_record).filter(|_| matches) else {
+    let Some(user) = found.map(User::from_record).filter(|_| matches) else {
         // The delay this failure starts runs from the end of its check (in the database, from
         // its count, a check's time earlier).
         let failed = CountedFailures {
@@ -123,7 +123,20 @@ pub async fn sign_in(
         }
         return Err(SignInError::Invalid);
     };
+    let token = open_session(db, (&user, name), address, sessions, (&client, now)).await?;
+    Ok((user, token))
+}
 
+/// A new session for `user`, who proved their password under `name`: the session row, the
+/// audit entry and the counted failures of (`client`, `name`) since `counted_at` cleared, in one
+/// transaction.
+async fn open_session(
+    db: &Db,
+    (user, name): (&User, &str),
+    address: &str,
+    sessions: &Sessions,
+    (client, counted_at): (&String, chrono::DateTime<Utc>),
+) -> Result<String, SignInError> {
     let token = format!(
         "{:032x}{:032x}",
         rand::random::<u128>(),
@@ -152,7 +165,7 @@ pub async fn sign_in(
         },
     )
     .await?;
-    audit::clear_sign_in_failures_on(&txn, &client, name, now).await?;
+    audit::clear_sign_in_failures_on(&txn, client, name, counted_at).await?;
     txn.commit().await?;
-    Ok((user, token))
+    Ok(token)
 }

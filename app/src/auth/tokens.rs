@@ -9,11 +9,12 @@
 use super::sessions::token_hash;
 use crate::db::Db;
 use crate::db::audit::{AuditEntry, audit};
-use crate::model::{AuditAction, Role};
+use crate::db::statement;
+use crate::model::{AuditAction, Role, TokenState};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr};
 
 /// What every token starts with.
 pub const TOKEN_PREFIX: &str = "hbt_";
@@ -21,10 +22,6 @@ pub const TOKEN_PREFIX: &str = "hbt_";
 pub const MAX_EXPIRES_IN_DAYS: u32 = 3650;
 /// Sources a token may be limited to.
 pub const MAX_TOKEN_SOURCES: usize = 64;
-
-fn statement(db: &Db, sql: &str, values: Vec<Value>) -> Statement {
-    Statement::from_sql_and_values(db.backend(), sql, values)
-}
 
 /// A token as `hookbox token list` and the tokens page show it (never the token).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,12 +37,12 @@ pub struct ApiToken {
 }
 
 impl ApiToken {
-    /// `revoked`, `expired` (its expiry passed by `now`) or `live`.
-    pub fn state(&self, now: DateTime<Utc>) -> &'static str {
+    /// Revoked, expired (its expiry passed by `now`) or live.
+    pub fn state(&self, now: DateTime<Utc>) -> TokenState {
         match (self.revoked_at, self.expires_at) {
-            (Some(_), _) => "revoked",
-            (None, Some(at)) if at <= now => "expired",
-            _ => "live",
+            (Some(_), _) => TokenState::Revoked,
+            (None, Some(at)) if at <= now => TokenState::Expired,
+            _ => TokenState::Live,
         }
     }
 }
@@ -95,9 +92,55 @@ impl std::fmt::Display for TokenRefusal {
 /// Why a token cannot be made or revoked.
 #[derive(Debug)]
 pub enum TokenError {
-    /// What is wrong with the request, in words.
-    Invalid(String),
+    /// What is wrong with the request.
+    Invalid(InvalidToken),
     Db(DbErr),
+}
+
+/// What is wrong with a request for a token: said in the shell's words (`Display`: its flags)
+/// or in the tokens page's ([`InvalidToken::on_page`]: its fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvalidToken {
+    Name(String),
+    TooManySources,
+    UnknownSource(String),
+    ExpiresTooSoon,
+    ExpiresTooLate,
+    NameTaken(String),
+}
+
+impl InvalidToken {
+    fn said(&self, source: &str, expires: &str) -> String {
+        match self {
+            InvalidToken::Name(name) => format!(
+                "{name:?} is not a token name: 1 to 64 letters, digits, '.', '_', '-' or '@'"
+            ),
+            InvalidToken::TooManySources => {
+                format!("a token names at most {MAX_TOKEN_SOURCES} sources")
+            }
+            InvalidToken::UnknownSource(unknown) => {
+                format!("{source} {unknown}: no source of that name is configured")
+            }
+            InvalidToken::ExpiresTooSoon => format!("{expires} is at least 1"),
+            InvalidToken::ExpiresTooLate => format!("{expires} is at most {MAX_EXPIRES_IN_DAYS}"),
+            InvalidToken::NameTaken(name) => {
+                format!(
+                    "a token named {name} exists (revoked ones keep their name): choose another"
+                )
+            }
+        }
+    }
+
+    /// In the tokens page's words: its fields, not the shell's flags.
+    pub fn on_page(&self) -> String {
+        self.said("source", "expires in days")
+    }
+}
+
+impl std::fmt::Display for InvalidToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.said("--source", "--expires-in-days"))
+    }
 }
 
 impl From<DbErr> for TokenError {
@@ -109,7 +152,7 @@ impl From<DbErr> for TokenError {
 impl std::fmt::Display for TokenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TokenError::Invalid(why) => f.write_str(why),
+            TokenError::Invalid(why) => write!(f, "{why}"),
             TokenError::Db(e) => write!(f, "the database failed: {e}"),
         }
     }
@@ -133,33 +176,25 @@ pub async fn add_token(
     known_sources: &[&str],
 ) -> Result<String, TokenError> {
     if !super::valid_user_name(name) {
-        return Err(TokenError::Invalid(format!(
-            "{name:?} is not a token name: 1 to 64 letters, digits, '.', '_', '-' or '@'"
-        )));
+        return Err(TokenError::Invalid(InvalidToken::Name(name.to_string())));
     }
     if sources.len() > MAX_TOKEN_SOURCES {
-        return Err(TokenError::Invalid(format!(
-            "a token names at most {MAX_TOKEN_SOURCES} sources"
-        )));
+        return Err(TokenError::Invalid(InvalidToken::TooManySources));
     }
     if let Some(unknown) = sources
         .iter()
         .find(|s| !known_sources.contains(&s.as_str()))
     {
-        return Err(TokenError::Invalid(format!(
-            "--source {unknown}: no source of that name is configured"
+        return Err(TokenError::Invalid(InvalidToken::UnknownSource(
+            unknown.clone(),
         )));
     }
     let expires_at = match expires_in_days {
         Some(0) => {
-            return Err(TokenError::Invalid(
-                "--expires-in-days is at least 1".into(),
-            ));
+            return Err(TokenError::Invalid(InvalidToken::ExpiresTooSoon));
         }
         Some(days) if days > MAX_EXPIRES_IN_DAYS => {
-            return Err(TokenError::Invalid(format!(
-                "--expires-in-days is at most {MAX_EXPIRES_IN_DAYS}"
-            )));
+            return Err(TokenError::Invalid(InvalidToken::ExpiresTooLate));
         }
         Some(days) => Some(Utc::now() + Duration::days(i64::from(days))),
         None => None,
@@ -179,8 +214,8 @@ pub async fn add_token(
         .transpose()?
         .unwrap_or(0);
     if taken > 0 {
-        return Err(TokenError::Invalid(format!(
-            "a token named {name} exists (revoked ones keep their name): choose another"
+        return Err(TokenError::Invalid(InvalidToken::NameTaken(
+            name.to_string(),
         )));
     }
     writer
@@ -262,11 +297,9 @@ pub async fn list_tokens(db: &Db) -> Result<Vec<ApiToken>, DbErr> {
         .await?;
     rows.iter()
         .map(|row| {
-            let role: String = row.try_get("", "role")?;
             Ok(ApiToken {
                 name: row.try_get("", "name")?,
-                role: Role::parse(&role)
-                    .ok_or_else(|| DbErr::Type(format!("an unknown token role {role:?}")))?,
+                role: row.try_get("", "role")?,
                 sources: sources_of(row.try_get("", "sources")?)?,
                 created_at: row.try_get("", "created_at")?,
                 expires_at: row.try_get("", "expires_at")?,
@@ -336,14 +369,12 @@ pub async fn authenticate(db: &Db, headers: &http::HeaderMap) -> Result<Caller, 
     {
         return Err(AuthFailure::Refused(TokenRefusal::Expired));
     }
-    let role: String = row.try_get("", "role")?;
     let name: String = row.try_get("", "name")?;
     let caller = Caller {
         id: row.try_get("", "id")?,
         actor: format!("token {name}"),
         name,
-        role: Role::parse(&role)
-            .ok_or_else(|| DbErr::Type(format!("an unknown token role {role:?}")))?,
+        role: row.try_get("", "role")?,
         sources: sources_of(row.try_get("", "sources")?)?,
     };
     let last_used: Option<DateTime<Utc>> = row.try_get("", "last_used_at")?;

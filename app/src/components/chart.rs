@@ -78,22 +78,9 @@ pub fn BarChart(
     /// (CSS class, hatched, text) of each kind of segment.
     legend: Vec<(&'static str, bool, String)>,
 ) -> impl IntoView {
-    let tallest = columns
-        .iter()
-        .map(|c| match layout {
-            Layout::Stacked => c.segments.iter().map(|s| s.value).sum::<f64>(),
-            Layout::Overlaid => c.segments.iter().map(|s| s.value).fold(0.0, f64::max),
-        })
-        .fold(0.0, f64::max);
-    let (top, step) = match max {
-        Some(max) => (max, tick_step(max)),
-        None => {
-            let step = tick_step(tallest);
-            (((tallest / step).ceil() * step).max(step), step)
-        }
-    };
+    let (top, step) = scale(&columns, layout, max);
     let (plot_w, plot_h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
-    let y = move |v: f64| TOP + plot_h - (v / top).min(1.0) * plot_h;
+    let y = move |v: f64| y_of(v, top);
     let slot = plot_w / columns.len().max(1) as f64;
     let bar = slot * 0.72;
     let hatch = format!("{id}-hatch");
@@ -107,18 +94,6 @@ pub fn BarChart(
             false => (s.class, None),
         }
     };
-    let ticks = (0..)
-        .map(|i| i as f64 * step)
-        .take_while(|v| *v <= top + step / 1000.0)
-        .map(|v| {
-            view! {
-                <g class="tick">
-                    <line class="grid" x1=LEFT x2=WIDTH - RIGHT y1=y(v) y2=y(v)/>
-                    <text x=LEFT - 6.0 y=y(v) + 3.5 text-anchor="end">{tick_text(v, unit)}</text>
-                </g>
-            }
-        })
-        .collect_view();
     let bars = columns
         .into_iter()
         .enumerate()
@@ -171,7 +146,7 @@ pub fn BarChart(
                         <path class="hatch-line" d="M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2"/>
                     </pattern>
                 </defs>
-                {ticks}
+                {ticks(top, step, unit)}
                 <line class="axis" x1=LEFT x2=LEFT y1=TOP y2=TOP + plot_h/>
                 <line class="axis" x1=LEFT x2=WIDTH - RIGHT y1=TOP + plot_h y2=TOP + plot_h/>
                 {bars}
@@ -184,6 +159,47 @@ pub fn BarChart(
             <p class="visually-hidden" id=described_by>{description}</p>
         </figure>
     }
+}
+
+/// The value axis: its top (`max`, or a round number above the tallest column) and its step.
+fn scale(columns: &[Column], layout: Layout, max: Option<f64>) -> (f64, f64) {
+    let tallest = columns
+        .iter()
+        .map(|c| match layout {
+            Layout::Stacked => c.segments.iter().map(|s| s.value).sum::<f64>(),
+            Layout::Overlaid => c.segments.iter().map(|s| s.value).fold(0.0, f64::max),
+        })
+        .fold(0.0, f64::max);
+    match max {
+        Some(max) => (max, tick_step(max)),
+        None => {
+            let step = tick_step(tallest);
+            (((tallest / step).ceil() * step).max(step), step)
+        }
+    }
+}
+
+/// Where value `v` is drawn on an axis from 0 to `top`.
+fn y_of(v: f64, top: f64) -> f64 {
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    TOP + plot_h - (v / top).min(1.0) * plot_h
+}
+
+/// The value axis's ticks and grid lines, every `step` up to `top`.
+fn ticks(top: f64, step: f64, unit: &'static str) -> impl IntoView {
+    (0..)
+        .map(|i| i as f64 * step)
+        .take_while(|v| *v <= top + step / 1000.0)
+        .map(|v| {
+            let y = y_of(v, top);
+            view! {
+                <g class="tick">
+                    <line class="grid" x1=LEFT x2=WIDTH - RIGHT y1=y y2=y/>
+                    <text x=LEFT - 6.0 y=y + 3.5 text-anchor="end">{tick_text(v, unit)}</text>
+                </g>
+            }
+        })
+        .collect_view()
 }
 
 /// `12 processed, 0 skipped, 3 failed`.

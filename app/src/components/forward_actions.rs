@@ -50,22 +50,11 @@ impl Operating {
     }
 }
 
-#[cfg(feature = "ssr")]
-pub(crate) fn retry_failed(error: crate::db::destinations::RetryError) -> DashboardError {
-    use crate::db::destinations::RetryError;
-    match error {
-        RetryError::Refused(reason) => crate::guard::bad_request(reason),
-        RetryError::Query(e) => crate::guard::query_failed(e),
-    }
-}
-
 /// Makes one dead delivery due now, its retry schedule started again.
 #[server(endpoint = "retry_forward")]
 pub async fn retry_forward(name: String, id: i64) -> Result<(), DashboardError> {
     let acting = Operating::on(&name).await?;
-    crate::db::destinations::retry_one(&acting.db, &name, id, &acting.actor())
-        .await
-        .map_err(retry_failed)?;
+    crate::db::destinations::retry_one(&acting.db, &name, id, &acting.actor()).await?;
     crate::guard::wake_forwarder();
     tracing::info!(user = %acting.user, destination = %name, delivery = id, "dead forward delivery retried");
     Ok(())
@@ -76,9 +65,7 @@ pub async fn retry_forward(name: String, id: i64) -> Result<(), DashboardError> 
 pub async fn resend_forward(name: String, id: i64) -> Result<i64, DashboardError> {
     let acting = Operating::on(&name).await?;
     let created =
-        crate::db::destinations::resend::resend_one(&acting.db, &name, id, &acting.actor())
-            .await
-            .map_err(retry_failed)?;
+        crate::db::destinations::resend::resend_one(&acting.db, &name, id, &acting.actor()).await?;
     crate::guard::wake_forwarder();
     tracing::info!(user = %acting.user, destination = %name, delivery = id, created, "forward delivery re-sent");
     Ok(created)

@@ -90,8 +90,8 @@ pub async fn filter_range(
         tz,
         ..Default::default()
     };
-    crate::db::filter::check_lengths(&filter).map_err(guard::query_failed)?;
-    let (from, to) = crate::db::filter::received_range(&filter).map_err(guard::query_failed)?;
+    crate::db::filter::check_lengths(&filter)?;
+    let (from, to) = crate::db::filter::received_range(&filter)?;
     Ok((from.map(|t| t.to_rfc3339()), to.map(|t| t.to_rfc3339())))
 }
 

@@ -43,6 +43,15 @@ impl TrustedProxies {
         self.0.iter().any(|net| net.contains(&address))
     }
 
+    /// The client address of a request as it is logged, limited and shown: that of
+    /// [`Self::client_address`], or "unknown" when the connection's peer is not known.
+    pub fn client_of(&self, peer: Option<std::net::SocketAddr>, headers: &HeaderMap) -> String {
+        match peer {
+            Some(peer) => self.client_address(peer.ip(), headers).to_string(),
+            None => "unknown".into(),
+        }
+    }
+
     /// The client address of a request from `peer` carrying `headers`.
     pub fn client_address(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         let peer = canonical(peer);

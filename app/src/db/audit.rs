@@ -12,7 +12,7 @@ use super::Db;
 use super::conditions::{Conditions, QueryError};
 use crate::model::{AuditAction, AuditRow};
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, TransactionTrait, Value};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, TransactionTrait, Value};
 
 /// Rows the audit page shows, at most.
 const AUDIT_PAGE_ROWS: usize = 200;
@@ -134,7 +134,7 @@ pub async fn audit_page(
     );
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
+        .query_all_raw(crate::db::statement(db.backend(), sql, c.values))
         .await?;
     let mut entries = rows
         .iter()
@@ -220,7 +220,7 @@ async fn counted_sign_ins(
     );
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
+        .query_all_raw(crate::db::statement(db.backend(), sql, c.values))
         .await?;
     let mut entries = Vec::new();
     for row in &rows {
@@ -290,7 +290,7 @@ pub async fn audit(db: &Db, entry: AuditEntry<'_>) -> Result<(), DbErr> {
 
 /// Writes one audit row on any connection (a transaction too, so it commits with the change).
 pub async fn audit_on<C: ConnectionTrait>(conn: &C, entry: AuditEntry<'_>) -> Result<(), DbErr> {
-    conn.execute_raw(Statement::from_sql_and_values(
+    conn.execute_raw(crate::db::statement(
         conn.get_database_backend(),
         "INSERT INTO audit_log (at, actor, action, target, outcome, detail, address) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         vec![
@@ -323,7 +323,7 @@ pub async fn record_sign_in_failure(
 ) -> Result<(), DbErr> {
     let writer = db.dashboard_writer().await?;
     writer
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             db.backend(),
             "INSERT INTO sign_in_failures (client, name, minute, failed, counted, throttled, busy, last_failed_at)
              VALUES ($1, $2, $3, 1, 1, 0, 0, $4)
@@ -359,10 +359,10 @@ pub async fn clear_sign_in_failures_on<C: ConnectionTrait>(
         "DELETE FROM sign_in_failures
          WHERE client = $1 AND name = $2 AND minute = $3 AND failed = 0 AND throttled = 0 AND busy = 0",
     ] {
-        conn.execute_raw(Statement::from_sql_and_values(backend, sql, key()))
+        conn.execute_raw(crate::db::statement(backend, sql, key()))
             .await?;
     }
-    conn.execute_raw(Statement::from_sql_and_values(
+    conn.execute_raw(crate::db::statement(
         backend,
         "UPDATE sign_in_failures SET counted = 0 WHERE client = $1 AND name = $2 AND counted > 0",
         vec![client.into(), name.into()],
@@ -401,7 +401,7 @@ pub async fn counted_failures(
 ) -> Result<CountedFailures, DbErr> {
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT CAST(COALESCE(SUM(CASE WHEN name = $2 THEN counted ELSE 0 END), 0) AS BIGINT) AS of_name,
                     MAX(CASE WHEN name = $2 AND counted > 0 THEN last_failed_at END) AS name_last,
@@ -480,7 +480,7 @@ pub async fn add_refused_sign_ins(db: &Db, counts: &[RefusedSignIns]) -> Result<
                  busy = sign_in_failures.busy + excluded.busy",
             rows.join(", ")
         );
-        txn.execute_raw(Statement::from_sql_and_values(db.backend(), sql, values))
+        txn.execute_raw(crate::db::statement(db.backend(), sql, values))
             .await?;
     }
     txn.commit().await
@@ -497,7 +497,7 @@ pub async fn trim_sign_in_failures(
 ) -> Result<u64, DbErr> {
     let writer = db.dashboard_writer().await?;
     let aged = writer
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             db.backend(),
             "DELETE FROM sign_in_failures WHERE minute < $1",
             vec![minute_of(cutoff).into()],
@@ -506,7 +506,7 @@ pub async fn trim_sign_in_failures(
         .rows_affected();
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     let capped = writer
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             db.backend(),
             "DELETE FROM sign_in_failures WHERE minute < $1 AND minute <= (
                  SELECT minute FROM sign_in_failures ORDER BY minute DESC LIMIT 1 OFFSET $2)",

@@ -2,7 +2,7 @@
 //! locks or a long transaction against deliveries (decision 0003).
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DbErr};
 
 /// Runs `delete` (`$1` the cutoff, `$2` the rows per statement) until it deletes fewer than
 /// `batch` rows, each statement its own transaction; returns how many it deleted in all.
@@ -16,7 +16,7 @@ pub async fn delete_in_batches<C: ConnectionTrait>(
     let mut total = 0;
     loop {
         let deleted = conn
-            .execute_raw(Statement::from_sql_and_values(
+            .execute_raw(crate::db::statement(
                 conn.get_database_backend(),
                 delete,
                 vec![older_than.into(), limit.into()],

@@ -370,7 +370,7 @@ impl Named {
         binds: &B,
     ) -> Result<Statement, DbErr> {
         let values: Vec<Value> = self.params(binds)?.into_iter().map(Param::value).collect();
-        Ok(Statement::from_sql_and_values(
+        Ok(crate::db::statement(
             dialect.backend(),
             self.sql.as_str(),
             values,

@@ -113,7 +113,7 @@ pub async fn find_events(
     size: usize,
     who: &str,
     request_timeout: std::time::Duration,
-) -> Result<EventPage, super::search::SearchError> {
+) -> Result<EventPage, super::search_bounds::SearchError> {
     let size = size.clamp(1, MAX_PAGE_SIZE);
     let searching = filter
         .r#match
@@ -123,10 +123,10 @@ pub async fn find_events(
         return Ok(list_page(db, filter, cursor, size).await?);
     }
     super::filter::check_lengths(filter)?;
-    let deadline = super::search::search_deadline(request_timeout);
-    let _permit = super::search::begin_search(who)?;
+    let deadline = super::search_bounds::search_deadline(request_timeout);
+    let _permit = super::search_bounds::begin_search(who)?;
     let statement = page_statement(db, filter, cursor, size)?;
-    let rows = super::search::query_within(db, statement, deadline).await?;
+    let rows = super::search_bounds::query_within(db, statement, deadline).await?;
     Ok(page_of(&rows, size)?)
 }
 
@@ -190,7 +190,7 @@ fn page_statement(
             )
         }
     };
-    Ok(Statement::from_sql_and_values(db.backend(), sql, c.values))
+    Ok(crate::db::statement(db.backend(), sql, c.values))
 }
 
 /// A page from its rows (one more than a page: the next cursor).
@@ -225,7 +225,7 @@ pub async fn failed_ids(
     );
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
+        .query_all_raw(crate::db::statement(db.backend(), sql, c.values))
         .await?;
     Ok(rows
         .iter()
@@ -273,11 +273,7 @@ pub async fn stored_delivery_on<C: ConnectionTrait>(
         "SELECT {EVENT_COLUMNS}, {headers}, {ARCHIVED_BODY}, {ARCHIVED_FIELDS}, body_of, {BODY_KEPT} FROM webhook_events WHERE id = $1"
     );
     let row = conn
-        .query_one_raw(Statement::from_sql_and_values(
-            backend,
-            sql,
-            vec![id.into()],
-        ))
+        .query_one_raw(crate::db::statement(backend, sql, vec![id.into()]))
         .await?;
     row.map(|row| {
         Ok(StoredDelivery {
@@ -302,7 +298,7 @@ pub async fn revision_holder(
 ) -> Result<Option<(String, Option<i64>)>, DbErr> {
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT i.event_id AS event_id,
                     (SELECT min(e.id) FROM webhook_events e WHERE e.source = i.source AND e.event_id = i.event_id) AS archive_id
@@ -321,7 +317,7 @@ pub async fn deliveries_of(db: &Db, source: &str, event_id: &str) -> Result<Vec<
     );
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             sql,
             vec![event_id.into(), source.into()],

@@ -9,10 +9,10 @@ use super::Db;
 use super::dialect::Dialect;
 use super::events::ARCHIVED_BODY;
 use super::filter::{QueryError, filter_conditions};
-use super::search::{SearchError, SearchPermit};
+use super::search_bounds::{SearchError, SearchPermit};
 use crate::model::{EventFilter, OutcomeKind, Status};
 use chrono::{DateTime, SecondsFormat, Utc};
-use sea_orm::{ConnectionTrait, FromQueryResult, Statement};
+use sea_orm::{ConnectionTrait, FromQueryResult};
 
 /// The most rows one export holds (the newest of the filter).
 pub const EXPORT_CAP: usize = 100_000;
@@ -123,7 +123,7 @@ pub fn begin(
         return Ok(None);
     }
     super::filter::check_lengths(filter)?;
-    Ok(Some(super::search::begin_search(who)?))
+    Ok(Some(super::search_bounds::begin_search(who)?))
 }
 
 /// The places of the filter's next `limit` rows after `after` (newest first): no body is read.
@@ -153,9 +153,9 @@ pub async fn places(
          FROM webhook_events {} ORDER BY received_at DESC, id DESC LIMIT {limit}",
         c.clause()
     );
-    let statement = Statement::from_sql_and_values(db.backend(), sql, c.values);
+    let statement = crate::db::statement(db.backend(), sql, c.values);
     let rows = if searches(filter) {
-        super::search::query_within(db, statement, deadline).await?
+        super::search_bounds::query_within(db, statement, deadline).await?
     } else {
         db.conn.query_all_raw(statement).await?
     };
@@ -201,7 +201,7 @@ pub async fn rows(db: &Db, ids: &[i64]) -> Result<Vec<ExportRow>, QueryError> {
     let values = ids.iter().map(|&id| id.into()).collect::<Vec<_>>();
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, values))
+        .query_all_raw(crate::db::statement(db.backend(), sql, values))
         .await?;
     Ok(rows
         .iter()

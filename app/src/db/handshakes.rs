@@ -8,17 +8,14 @@
 //! at once (expired ones are deleted as a wait opens); the endpoint never inserts a row.
 
 use super::Db;
+use super::statement;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr};
 
 /// The longest an operator may wait for a handshake.
 pub const MAX_WAIT_SECS: u64 = 3600;
 /// Open waits per source.
 pub const MAX_OPEN_WAITS: i64 = 4;
-
-fn statement(db: &Db, sql: &str, values: Vec<Value>) -> Statement {
-    Statement::from_sql_and_values(db.backend(), sql, values)
-}
 
 /// Why a wait cannot be opened.
 #[derive(Debug)]

@@ -12,15 +12,15 @@ pub mod dialect;
 pub mod events;
 pub mod export;
 pub mod filter;
-pub mod find;
 pub mod handshakes;
 pub mod objects;
 pub mod open_failures;
 pub mod overview;
 pub mod problems;
 pub mod rejected;
-pub mod search;
+pub mod search_bounds;
 pub mod sources;
+pub mod support_search;
 pub mod users;
 pub mod verify_runs;
 pub mod warm;
@@ -104,7 +104,55 @@ impl Db {
     pub fn backend(&self) -> DatabaseBackend {
         self.conn.get_database_backend()
     }
+}
 
+/// What knows which database a statement is for.
+pub trait Backend {
+    fn database_backend(&self) -> DatabaseBackend;
+}
+
+impl Backend for DatabaseBackend {
+    fn database_backend(&self) -> DatabaseBackend {
+        *self
+    }
+}
+
+impl Backend for Db {
+    fn database_backend(&self) -> DatabaseBackend {
+        self.backend()
+    }
+}
+
+impl Backend for DatabaseConnection {
+    fn database_backend(&self) -> DatabaseBackend {
+        self.get_database_backend()
+    }
+}
+
+impl Backend for dialect::Dialect {
+    fn database_backend(&self) -> DatabaseBackend {
+        self.backend()
+    }
+}
+
+impl<T: Backend + ?Sized> Backend for &T {
+    fn database_backend(&self) -> DatabaseBackend {
+        (**self).database_backend()
+    }
+}
+
+/// A hand-written statement with positional parameters (`$1`, `$2`, … on both databases) for
+/// `on`'s database: the one helper that makes one. Statements with named parameters are
+/// [`dialect::Named`]'s.
+pub fn statement(
+    on: impl Backend,
+    sql: impl Into<String>,
+    values: Vec<sea_orm::Value>,
+) -> sea_orm::Statement {
+    sea_orm::Statement::from_sql_and_values(on.database_backend(), sql, values)
+}
+
+impl Db {
     /// Where a dashboard write runs (sign-in records, sessions, audit rows, user management),
     /// for as long as the returned guard lives. PostgreSQL: the dashboard's pool. SQLite: the
     /// single writer connection, so the write queues in the pool beside deliveries instead of

@@ -7,7 +7,7 @@ use super::events::{EVENT_COLUMNS, event_row};
 use crate::model::{FoundObject, ObjectDeliveries, ObjectHistory, Revision};
 use crate::present::{DIFF_MAX_BYTES, Diff, cut, diff, pretty};
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
 
 /// Revisions shown on an object's page.
 pub const HISTORY_LIMIT: usize = 500;
@@ -23,7 +23,7 @@ pub const DELIVERIES_LIMIT: usize = 100;
 pub async fn has_deliveries(db: &Db, source: &str, object_id: &str) -> Result<bool, DbErr> {
     Ok(db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT 1 AS found FROM webhook_events WHERE object_id = $2 AND source = $1 LIMIT 1",
             vec![source.into(), object_id.into()],
@@ -46,7 +46,7 @@ pub async fn forwarded(
 ) -> Result<(Vec<crate::model::ForwardRow>, bool), DbErr> {
     let ids = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT id FROM webhook_events WHERE source = $1 AND object_id = $2 ORDER BY id DESC LIMIT {}",
@@ -70,7 +70,7 @@ pub async fn forwarded(
 pub async fn has_unrevisioned(db: &Db, source: &str, object_id: &str) -> Result<bool, DbErr> {
     Ok(db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT 1 AS found FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision IS NULL LIMIT 1",
             vec![source.into(), object_id.into()],
@@ -90,7 +90,7 @@ pub async fn accepted_deliveries(
 ) -> Result<ObjectDeliveries, DbErr> {
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT {EVENT_COLUMNS} FROM webhook_events
@@ -101,7 +101,7 @@ pub async fn accepted_deliveries(
         ))
         .await?;
     let rows = rows.iter().map(event_row).collect::<Result<Vec<_>, _>>()?;
-    let accepted = super::find::accepted_counts(db, &[(source, object_id)])
+    let accepted = super::support_search::accepted_counts(db, &[(source, object_id)])
         .await?
         .first()
         .copied()
@@ -128,7 +128,7 @@ pub async fn object_history(
     let snapshot = dialect.json_text("snapshot");
     let current = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             format!("SELECT revision, {snapshot} AS snapshot, updated_at FROM object_state WHERE source = $1 AND object_id = $2"),
             vec![source.into(), object_id.into()],
@@ -151,7 +151,7 @@ pub async fn object_history(
     );
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT i.revision, i.event_id, i.received_at, {compared} AS snapshot,
@@ -165,43 +165,15 @@ pub async fn object_history(
             vec![source.into(), object_id.into()],
         ))
         .await?;
-    #[derive(FromQueryResult)]
-    struct Row {
-        revision: i64,
-        event_id: String,
-        received_at: DateTime<Utc>,
-        /// `None`: larger than `DIFF_MAX_BYTES`.
-        snapshot: Option<String>,
-        first_outcome: Option<String>,
-    }
     let rows = rows
         .iter()
-        .map(|r| Row::from_query_result(r, ""))
+        .map(|r| HistoryRow::from_query_result(r, ""))
         .collect::<Result<Vec<_>, DbErr>>()?;
-
-    // Stale: its first outcome said so; where the archive was purged, it arrived after a
-    // greater revision had.
-    let mut by_arrival: Vec<&Row> = rows.iter().collect();
-    by_arrival.sort_by_key(|r| (r.received_at, r.revision));
-    let mut arrived_after_greater = std::collections::HashSet::new();
-    let mut greatest = i64::MIN;
-    for row in by_arrival {
-        if greatest > row.revision {
-            arrived_after_greater.insert(row.revision);
-        }
-        greatest = greatest.max(row.revision);
-    }
     let rows_meta: Vec<(i64, String, String)> = rows
         .iter()
         .map(|r| (r.revision, r.event_id.clone(), r.received_at.to_rfc3339()))
         .collect();
-    let stale: Vec<bool> = rows
-        .iter()
-        .map(|row| match row.first_outcome.as_deref() {
-            Some(outcome) => outcome == "stale",
-            None => arrived_after_greater.contains(&row.revision),
-        })
-        .collect();
+    let stale = stale_of(&rows);
     // The layout and the comparisons are CPU work on what a sender stored: on a blocking
     // thread in its turn (`crate::blocking`), never on the async workers deliveries run on.
     let ((current_snapshot, snapshot_cut), diffs) = crate::blocking::run(move || {
@@ -228,6 +200,38 @@ pub async fn object_history(
         updated_at,
         revisions,
     })
+}
+
+/// An accepted revision as the history reads it.
+#[derive(FromQueryResult)]
+struct HistoryRow {
+    revision: i64,
+    event_id: String,
+    received_at: DateTime<Utc>,
+    /// `None`: larger than `DIFF_MAX_BYTES`.
+    snapshot: Option<String>,
+    first_outcome: Option<String>,
+}
+
+/// Whether each revision was stale: its first outcome said so; where the archive was purged,
+/// it arrived after a greater revision had.
+fn stale_of(rows: &[HistoryRow]) -> Vec<bool> {
+    let mut by_arrival: Vec<&HistoryRow> = rows.iter().collect();
+    by_arrival.sort_by_key(|r| (r.received_at, r.revision));
+    let mut arrived_after_greater = std::collections::HashSet::new();
+    let mut greatest = i64::MIN;
+    for row in by_arrival {
+        if greatest > row.revision {
+            arrived_after_greater.insert(row.revision);
+        }
+        greatest = greatest.max(row.revision);
+    }
+    rows.iter()
+        .map(|row| match row.first_outcome.as_deref() {
+            Some(outcome) => outcome == "stale",
+            None => arrived_after_greater.contains(&row.revision),
+        })
+        .collect()
 }
 
 /// The accepted revisions as the page shows them, greatest first.
@@ -320,7 +324,7 @@ pub async fn current_object(
     let snapshot = Dialect::of(db.backend()).json_text("o.snapshot");
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT o.revision, {snapshot} AS snapshot, o.updated_at,
@@ -362,7 +366,7 @@ pub async fn revisions_page(
 ) -> Result<(Vec<AcceptedRevision>, bool), DbErr> {
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT revision, event_id, received_at FROM webhook_inbox

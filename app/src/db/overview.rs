@@ -15,7 +15,7 @@ use crate::model::{CountRow, EventFilter, Overview, Status, Volume, VolumeBar};
 use crate::present::zone::{day_of, local_hour_start, local_midnight};
 use chrono::{DateTime, Duration, Utc};
 pub use chrono_tz::Tz;
-use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, Statement, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, TransactionTrait};
 
 /// The rollup's period, in seconds.
 pub const QUARTER: i64 = 15 * 60;
@@ -135,9 +135,10 @@ pub async fn roll_up(db: &Db, first: i64, end: i64, now: DateTime<Utc>) -> Resul
     let backend = db.backend();
     let counted = db
         .conn
-        .query_one_raw(Statement::from_string(
+        .query_one_raw(crate::db::statement(
             backend,
             "SELECT first_quarter, end_quarter FROM archive_quarters_counted WHERE id = 1",
+            vec![],
         ))
         .await?
         .map(|row| -> Result<(i64, i64), DbErr> {
@@ -154,7 +155,7 @@ pub async fn roll_up(db: &Db, first: i64, end: i64, now: DateTime<Utc>) -> Resul
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
     for (from, to) in fill {
-        txn.execute_raw(Statement::from_sql_and_values(
+        txn.execute_raw(crate::db::statement(
             backend,
             format!(
                 "INSERT INTO archive_quarter_counts (quarter, source, status, n)
@@ -168,7 +169,7 @@ pub async fn roll_up(db: &Db, first: i64, end: i64, now: DateTime<Utc>) -> Resul
         ))
         .await?;
     }
-    txn.execute_raw(Statement::from_sql_and_values(
+    txn.execute_raw(crate::db::statement(
         backend,
         "INSERT INTO archive_quarters_counted (id, first_quarter, end_quarter, counted_at)
          VALUES (1, $1, $2, $3)
@@ -192,14 +193,14 @@ pub async fn purge_rollup(db: &Db, older_than: DateTime<Utc>) -> Result<u64, DbE
     let conn = db.maintenance();
     let backend = conn.get_database_backend();
     let deleted = conn
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             backend,
             "DELETE FROM archive_quarter_counts WHERE quarter < $1",
             vec![quarter.into()],
         ))
         .await?
         .rows_affected();
-    conn.execute_raw(Statement::from_sql_and_values(
+    conn.execute_raw(crate::db::statement(
         backend,
         "UPDATE archive_quarters_counted
             SET first_quarter = CASE WHEN end_quarter < $1 THEN end_quarter ELSE $1 END
@@ -228,7 +229,7 @@ pub async fn volume(
     let quarter = quarter_sql(backend);
     let by_quarter = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             backend,
             format!(
                 "SELECT quarter, status, CAST(sum(n) AS BIGINT) AS n FROM archive_quarter_counts
@@ -269,7 +270,7 @@ pub async fn volume(
     // The tables: per source and status, over the 24 hours and the 7 days.
     let by_source = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             backend,
             format!(
                 "SELECT source, status, CAST(sum(CASE WHEN q >= $4 THEN n ELSE 0 END) AS BIGINT) AS hours,
@@ -313,9 +314,10 @@ pub async fn overview(db: &Db, sources_configured: usize, zone: Tz) -> Result<Ov
     let (by_source_24h, by_source_7d, volume) = volume(db, zone, now).await?;
     let has_events = db
         .conn
-        .query_one_raw(Statement::from_string(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT id FROM webhook_events LIMIT 1",
+            vec![],
         ))
         .await?
         .is_some();

@@ -6,7 +6,7 @@ use super::Db;
 use super::conditions::{Conditions, QueryError, given};
 use crate::model::{RefusalReason, RejectedCount, RejectedFilter, RejectedPage, RejectedRow};
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Value};
 
 /// The bucket of every request to a source that is not configured: the names are the sender's
 /// to choose, so they share one bound.
@@ -69,7 +69,7 @@ pub async fn insert_batch<C: ConnectionTrait>(conn: &C, rows: &[NewRejected]) ->
              request_id, headers, body_bytes, body_sha256) VALUES {}",
         tuples.join(", ")
     );
-    conn.execute_raw(Statement::from_sql_and_values(
+    conn.execute_raw(crate::db::statement(
         conn.get_database_backend(),
         sql,
         values,
@@ -89,7 +89,7 @@ pub async fn trim_bucket<C: ConnectionTrait>(
     keep: u32,
 ) -> Result<u64, DbErr> {
     let result = conn
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             conn.get_database_backend(),
             "DELETE FROM rejected_requests WHERE bucket = $1 AND id <= (
                  SELECT id FROM rejected_requests WHERE bucket = $1
@@ -174,7 +174,7 @@ pub async fn list(
     );
     let found = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, c.values))
+        .query_all_raw(crate::db::statement(db.backend(), sql, c.values))
         .await?;
     let mut rows = found
         .iter()
@@ -189,7 +189,7 @@ pub async fn list(
                 cause: r.cause,
                 client_address: r.client_address,
                 request_id: r.request_id,
-                headers: headers_of(&r.headers),
+                headers: crate::headers::stored_headers(&r.headers),
                 body_bytes: r.body_bytes,
                 body_sha256: r.body_sha256,
             })
@@ -205,28 +205,11 @@ pub async fn list(
     })
 }
 
-/// The stored header object as name/value pairs, in the order stored; anything else as nothing.
-fn headers_of(json: &str) -> Vec<(String, String)> {
-    match serde_json::from_str::<serde_json::Value>(json) {
-        Ok(serde_json::Value::Object(map)) => map
-            .into_iter()
-            .map(|(name, value)| {
-                let value = match value {
-                    serde_json::Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                (name, value)
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// Refusals since `since` by source (bucket) and reason, the most first.
 pub async fn counts_since(db: &Db, since: DateTime<Utc>) -> Result<Vec<RejectedCount>, DbErr> {
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             "SELECT bucket, reason, count(*) AS n FROM rejected_requests
              WHERE received_at >= $1 GROUP BY bucket, reason ORDER BY n DESC, bucket, reason",

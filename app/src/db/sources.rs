@@ -12,7 +12,7 @@ use super::Db;
 use crate::config::{Config, Source};
 use crate::model::{RECENT_DELIVERIES, Silence, SourceHealth, SourceSummary, Status};
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr, Value};
 
 /// The numbers of `HookboxSourceSilent`; `tests::the_rule_is_the_shipped_alert` reads the rule
 /// in `deploy/prometheus/alerts.yml` and fails when the two differ.
@@ -126,7 +126,7 @@ pub async fn activity(db: &Db, source: &str, now: DateTime<Utc>) -> Result<Activ
 async fn newest(db: &Db, source: &str) -> Result<Option<DateTime<Utc>>, DbErr> {
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             NEWEST,
             vec![source.into()],
@@ -152,7 +152,7 @@ async fn look(
     }
     let found = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "WITH t(k, at) AS (VALUES {})
@@ -216,7 +216,7 @@ pub async fn recent_failures(
 ) -> Result<(u32, u32), DbErr> {
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT count(*) AS n,

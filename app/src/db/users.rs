@@ -5,13 +5,10 @@
 //! single writer connection, bounded).
 
 use super::Db;
+use super::statement;
 use crate::model::Role;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement, Value};
-
-fn statement(db: &Db, sql: &str, values: Vec<Value>) -> Statement {
-    Statement::from_sql_and_values(db.backend(), sql, values)
-}
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
 
 /// A user's row as sign-in needs it.
 #[derive(Debug, FromQueryResult)]
@@ -19,13 +16,13 @@ pub struct UserRecord {
     pub id: i64,
     pub name: String,
     pub password_hash: String,
-    pub role: String,
+    pub role: Role,
 }
 
 #[derive(FromQueryResult)]
 struct Listed {
     name: String,
-    role: String,
+    role: Role,
     created_at: DateTime<Utc>,
 }
 
@@ -85,11 +82,7 @@ pub async fn list_users(db: &Db) -> Result<Vec<(String, Role, DateTime<Utc>)>, D
     rows.iter()
         .map(|row| {
             let user = Listed::from_query_result(row, "")?;
-            Ok((
-                user.name,
-                Role::parse(&user.role).unwrap_or(Role::Viewer),
-                user.created_at,
-            ))
+            Ok((user.name, user.role, user.created_at))
         })
         .collect()
 }
@@ -116,7 +109,7 @@ pub async fn insert_session_on<C: ConnectionTrait>(
     created_at: DateTime<Utc>,
     expires_at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    conn.execute_raw(Statement::from_sql_and_values(
+    conn.execute_raw(crate::db::statement(
         conn.get_database_backend(),
         "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
         vec![token_hash.into(), user_id.into(), created_at.into(), expires_at.into()],

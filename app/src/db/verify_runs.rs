@@ -3,7 +3,7 @@
 use super::Db;
 use crate::model::VerifyRun;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
 
 #[derive(FromQueryResult)]
 struct VerifyRunRecord {
@@ -17,10 +17,9 @@ struct VerifyRunRecord {
 pub async fn last_run(db: &Db) -> Result<Option<VerifyRun>, DbErr> {
     let row = db
         .conn
-        .query_one_raw(Statement::from_string(
+        .query_one_raw(crate::db::statement(
             db.backend(),
-            "SELECT ran_at, drift_count, repaired, summary FROM verify_runs ORDER BY ran_at DESC, id DESC LIMIT 1",
-        ))
+            "SELECT ran_at, drift_count, repaired, summary FROM verify_runs ORDER BY ran_at DESC, id DESC LIMIT 1", vec![]))
         .await?;
     row.map(|row| {
         let r = VerifyRunRecord::from_query_result(&row, "")?;
@@ -43,7 +42,7 @@ pub async fn record_run(
     summary: &str,
 ) -> Result<(), DbErr> {
     db.maintenance()
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             db.backend(),
             "INSERT INTO verify_runs (ran_at, drift_count, repaired, summary) VALUES ($1, $2, $3, $4)",
             vec![

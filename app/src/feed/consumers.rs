@@ -23,7 +23,7 @@ use crate::db::audit::{AuditEntry, audit};
 use crate::db::dialect::Dialect;
 use crate::model::AuditAction;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement, TransactionTrait};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, TransactionTrait};
 
 /// The most consumers a database holds.
 pub const MAX_CONSUMERS: i64 = 100;
@@ -203,7 +203,7 @@ pub async fn put(
         txn.execute_unprepared(&lock).await?;
     }
     let result = txn
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             db.backend(),
             format!(
                 "INSERT INTO feed_consumers (name, sources, types, committed_tx, committed_id,
@@ -277,7 +277,7 @@ async fn owned_by(db: &Db, owner: Option<i64>) -> Result<i64, DbErr> {
     };
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT count(*) AS n FROM feed_consumers WHERE owner_token_id = $1",
             vec![owner.into()],
@@ -293,7 +293,7 @@ async fn owned_by(db: &Db, owner: Option<i64>) -> Result<i64, DbErr> {
 pub async fn get(db: &Db, name: &str) -> Result<Option<Consumer>, DbErr> {
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             format!("SELECT {COLUMNS} FROM feed_consumers WHERE name = $1"),
             vec![name.into()],
@@ -306,9 +306,10 @@ pub async fn get(db: &Db, name: &str) -> Result<Option<Consumer>, DbErr> {
 pub async fn list(db: &Db) -> Result<Vec<Consumer>, DbErr> {
     let rows = db
         .conn
-        .query_all_raw(Statement::from_string(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!("SELECT {COLUMNS} FROM feed_consumers ORDER BY name LIMIT {MAX_CONSUMERS}"),
+            vec![],
         ))
         .await?;
     rows.iter().map(consumer_of).collect()
@@ -318,7 +319,7 @@ pub async fn list(db: &Db) -> Result<Vec<Consumer>, DbErr> {
 pub async fn delete(db: &Db, name: &str, actor: &str) -> Result<bool, DbErr> {
     let writer = db.dashboard_writer().await?;
     let result = writer
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             db.backend(),
             "DELETE FROM feed_consumers WHERE name = $1",
             vec![name.into()],
@@ -432,7 +433,7 @@ async fn move_to(
     };
     let writer = db.dashboard_writer().await?;
     let result = writer
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             db.backend(),
             format!(
                 "UPDATE feed_consumers SET committed_tx = $1, committed_id = $2, committed_at = $3
@@ -480,7 +481,7 @@ async fn lease(db: &Db, name: &str, holder: Option<&str>) -> Result<Consumer, Co
     };
     let writer = db.dashboard_writer().await?;
     let result = writer
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             db.backend(),
             "UPDATE feed_consumers SET lease_holder = $1, lease_until = $2
              WHERE name = $3 AND (lease_holder IS NULL OR lease_holder = $1 OR lease_until <= $4)",

@@ -23,7 +23,7 @@ use crate::db::Db;
 use crate::db::dialect::Dialect;
 use crate::model::OutcomeKind;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, Value};
 use std::fmt;
 
 /// The most items one page holds.
@@ -257,9 +257,10 @@ impl fmt::Display for FeedError {
 /// The greatest place the archive's purge deleted, if it deleted any.
 pub async fn purged_through<C: ConnectionTrait>(conn: &C) -> Result<Option<Cursor>, DbErr> {
     let row = conn
-        .query_one_raw(Statement::from_string(
+        .query_one_raw(crate::db::statement(
             conn.get_database_backend(),
             "SELECT feed_tx, id FROM feed_horizon WHERE k = 1",
+            vec![],
         ))
         .await?;
     row.map(|r| cursor_of(&r, "feed_tx", "id")).transpose()
@@ -268,7 +269,7 @@ pub async fn purged_through<C: ConnectionTrait>(conn: &C) -> Result<Option<Curso
 /// Records that the purge deleted rows up to `through` (never moves back); run in the purge's
 /// own transaction.
 pub async fn record_purged<C: ConnectionTrait>(conn: &C, through: Cursor) -> Result<(), DbErr> {
-    conn.execute_raw(Statement::from_sql_and_values(
+    conn.execute_raw(crate::db::statement(
         conn.get_database_backend(),
         "INSERT INTO feed_horizon (k, feed_tx, id) VALUES (1, $1, $2)
          ON CONFLICT (k) DO UPDATE SET feed_tx = excluded.feed_tx, id = excluded.id
@@ -297,13 +298,14 @@ async fn latest_served(db: &Db) -> Result<Option<Cursor>, DbErr> {
     let dialect = Dialect::of(db.backend());
     let row = db
         .conn
-        .query_one_raw(Statement::from_string(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT feed_tx, id FROM webhook_events WHERE feed_tx < {}
                  ORDER BY feed_tx DESC, id DESC LIMIT 1",
                 dialect.feed_horizon()
             ),
+            vec![],
         ))
         .await?;
     row.map(|r| cursor_of(&r, "feed_tx", "id")).transpose()
@@ -330,7 +332,7 @@ async fn latest_served_of(db: &Db, sources: &[String]) -> Result<Option<Cursor>,
     };
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT {tx} AS feed_tx, {id} AS id FROM {names}",
@@ -357,7 +359,7 @@ async fn latest_served_of(db: &Db, sources: &[String]) -> Result<Option<Cursor>,
 pub async fn at_time(db: &Db, at: DateTime<Utc>) -> Result<Cursor, DbErr> {
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT feed_tx, id FROM webhook_events WHERE received_at >= $1
              ORDER BY received_at, id LIMIT 1",
@@ -407,7 +409,7 @@ pub async fn read(
     values.push(i64::try_from(limit).unwrap_or(500).into());
     let places = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT e.id, e.feed_tx, {bytes} AS bytes FROM webhook_events e
@@ -440,7 +442,7 @@ pub async fn read(
     }
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT e.id, e.feed_tx, e.source, e.event_id, e.event_type, e.object_id,
@@ -498,7 +500,7 @@ pub(crate) fn cursor_of(row: &QueryResult, tx: &str, id: &str) -> Result<Cursor,
 }
 
 fn item_of(row: &QueryResult) -> Result<Item, DbErr> {
-    let outcome: String = row.try_get("", "outcome")?;
+    let outcome: OutcomeKind = row.try_get("", "outcome")?;
     let snapshot: Option<String> = row.try_get("", "snapshot")?;
     let content = match snapshot {
         Some(snapshot) => Content::Snapshot(snapshot),
@@ -517,8 +519,7 @@ fn item_of(row: &QueryResult) -> Result<Item, DbErr> {
         event_type: row.try_get("", "event_type")?,
         object_id: row.try_get("", "object_id")?,
         revision: row.try_get("", "revision")?,
-        outcome: OutcomeKind::parse(&outcome)
-            .ok_or_else(|| DbErr::Custom(format!("unknown outcome {outcome:?} in the archive")))?,
+        outcome,
         content,
         received_at: row.try_get("", "received_at")?,
     })

@@ -5,7 +5,7 @@ use super::{Cursor, cursor_of};
 use crate::db::Db;
 use crate::db::dialect::Dialect;
 use crate::model::OutcomeKind;
-use sea_orm::{ConnectionTrait, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DbErr};
 
 /// What one item served after a place was: for waking the long polls that take it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub async fn news(db: &Db, after: Cursor) -> Result<(Vec<Kind>, Cursor, bool), D
     let dialect = Dialect::of(db.backend());
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT e.source, e.event_type, e.outcome, e.feed_tx, e.id FROM webhook_events e
@@ -42,10 +42,7 @@ pub async fn news(db: &Db, after: Cursor) -> Result<(Vec<Kind>, Cursor, bool), D
     let mut seen = std::collections::HashSet::new();
     let mut kinds: Vec<Kind> = Vec::new();
     for row in &rows {
-        let outcome: String = row.try_get("", "outcome")?;
-        let Some(outcome) = OutcomeKind::parse(&outcome) else {
-            continue;
-        };
+        let outcome: OutcomeKind = row.try_get("", "outcome")?;
         let (source, event_type): (String, Option<String>) =
             (row.try_get("", "source")?, row.try_get("", "event_type")?);
         if seen.insert((source.clone(), event_type.clone(), outcome.as_str())) {
@@ -68,7 +65,7 @@ pub async fn held_back(db: &Db, after: Cursor) -> Result<bool, DbErr> {
     }
     let row = db
         .conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT count(*) AS n FROM (SELECT 1 FROM webhook_events

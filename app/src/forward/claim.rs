@@ -8,12 +8,10 @@
 
 use crate::db::Db;
 use crate::db::dialect::Dialect;
+use crate::db::statement;
 use crate::model::ForwardStatus::{Dead, Delivered, Pending, Superseded};
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{
-    ConnectionTrait, DatabaseTransaction, DbErr, FromQueryResult, Statement, TransactionTrait,
-    Value,
-};
+use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, FromQueryResult, TransactionTrait};
 
 /// A claimed forward delivery: what its request needs.
 #[derive(Debug, Clone, FromQueryResult)]
@@ -255,8 +253,8 @@ pub async fn release_claims(db: &Db, worker: &str) -> Result<u64, DbErr> {
     let done = db
         .writer
         .execute_raw(statement(
-            Dialect::of(db.backend()),
-            &format!(
+            db,
+            format!(
                 "UPDATE forward_deliveries SET lease_until = NULL, leased_by = NULL
                  WHERE leased_by = $1 AND status = '{}'",
                 Pending.as_str()
@@ -265,8 +263,4 @@ pub async fn release_claims(db: &Db, worker: &str) -> Result<u64, DbErr> {
         ))
         .await?;
     Ok(done.rows_affected())
-}
-
-fn statement(dialect: Dialect, sql: &str, values: Vec<Value>) -> Statement {
-    Statement::from_sql_and_values(dialect.backend(), sql, values)
 }

@@ -24,7 +24,7 @@ pub use request::{message_id, request_body, signed_headers};
 use crate::db::Db;
 use crate::model::ForwardStatus;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
 
 /// The forwarder's wake-up: a confirmed replay (or retry) notifies it instead of waiting for its
 /// next poll. The server puts it in the dashboard's context (`guard::wake_forwarder`).
@@ -50,13 +50,14 @@ pub struct Backlog {
 pub async fn backlog(db: &Db) -> Result<Vec<Backlog>, DbErr> {
     let rows = db
         .conn
-        .query_all_raw(Statement::from_string(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT destination, count(*) AS pending, min(created_at) AS oldest
                  FROM forward_deliveries WHERE status = '{}' GROUP BY destination",
                 ForwardStatus::Pending.as_str()
             ),
+            vec![],
         ))
         .await?;
     rows.iter()

@@ -7,7 +7,7 @@
 
 use crate::db::Db;
 use crate::model::{OutcomeKind, Status};
-use sea_orm::{ConnectionTrait, DbErr, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr, Value};
 
 /// The longest error class, in bytes (cut at a character boundary, `…` added).
 pub const MAX_CLASS_BYTES: usize = 200;
@@ -44,7 +44,7 @@ pub fn scrub(message: &str) -> String {
     if class.is_empty() {
         return "(no message)".into();
     }
-    cut(&class, MAX_CLASS_BYTES)
+    crate::headers::cut(&class, MAX_CLASS_BYTES)
 }
 
 /// Quoted segments (`"…"`, `'…'`, `` `…` ``) as [`QUOTED`]; an unclosed quote runs to the end.
@@ -116,18 +116,6 @@ fn scrub_token(token: &str, after_noun: bool) -> String {
     format!("{before}{core}{after}")
 }
 
-/// `text` cut to at most `max` bytes at a character boundary, `…` marking the cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max - '…'.len_utf8();
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
-
 /// Rows classified per statement by [`classify_unclassified`].
 const BATCH: usize = 1000;
 
@@ -140,13 +128,14 @@ pub async fn classify_unclassified(db: &Db) -> Result<u64, DbErr> {
     loop {
         let rows = db
             .writer
-            .query_all_raw(Statement::from_string(
+            .query_all_raw(crate::db::statement(
                 backend,
                 format!(
                     "SELECT id, outcome, error_message FROM webhook_events
                      WHERE status = '{failed}' AND error_class IS NULL ORDER BY id LIMIT {BATCH}",
                     failed = Status::Failed.as_str()
                 ),
+                vec![],
             ))
             .await?;
         if rows.is_empty() {
@@ -169,7 +158,7 @@ pub async fn classify_unclassified(db: &Db) -> Result<u64, DbErr> {
         for (class, ids) in by_class {
             let n = ids.len() as u64;
             db.writer
-                .execute_raw(Statement::from_sql_and_values(
+                .execute_raw(crate::db::statement(
                     backend,
                     format!(
                         "UPDATE webhook_events SET error_class = $1 WHERE id {}",

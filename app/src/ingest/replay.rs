@@ -54,16 +54,12 @@ impl ReplayError {
 /// The request headers of a stored delivery, for `header:` identity fields and its content type.
 pub fn header_map(headers_json: &str) -> http::HeaderMap {
     let mut map = http::HeaderMap::new();
-    if let Ok(serde_json::Value::Object(headers)) =
-        serde_json::from_str::<serde_json::Value>(headers_json)
-    {
-        for (name, value) in headers {
-            if let (Ok(name), Some(Ok(value))) = (
-                http::HeaderName::from_bytes(name.as_bytes()),
-                value.as_str().map(http::HeaderValue::from_str),
-            ) {
-                map.append(name, value);
-            }
+    for (name, value) in crate::headers::stored_headers(headers_json) {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) {
+            map.append(name, value);
         }
     }
     map

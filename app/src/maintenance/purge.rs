@@ -12,7 +12,7 @@ use crate::db::Db;
 use crate::db::dialect::Dialect;
 use crate::feed::Cursor;
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait};
+use sea_orm::{ConnectionTrait, DbErr, TransactionTrait};
 
 /// Rows per delete statement.
 pub const DEFAULT_BATCH: usize = 1000;
@@ -64,7 +64,7 @@ pub async fn purge_batch<C: ConnectionTrait>(
     );
     let limit = i64::try_from(batch).unwrap_or(i64::MAX);
     let deleted = conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             backend,
             sql,
             vec![older_than.into(), limit.into()],

@@ -18,7 +18,7 @@ use crate::db::dialect::Dialect;
 use crate::ingest;
 use crate::json;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr};
 use std::fmt;
 
 /// One disagreement between the tables.
@@ -214,7 +214,7 @@ pub async fn repair_projection(db: &Db, source: &str, object_id: &str) -> Result
     // statement of its own; SQLite's transaction already holds the single write lock.
     let locked = match db.backend() {
         DatabaseBackend::Postgres => txn
-            .query_one_raw(Statement::from_sql_and_values(
+            .query_one_raw(crate::db::statement(
                 DatabaseBackend::Postgres,
                 "SELECT revision FROM object_state WHERE source = $1 AND object_id = $2 FOR UPDATE",
                 vec![source.into(), object_id.into()],
@@ -237,7 +237,7 @@ pub async fn repair_projection(db: &Db, source: &str, object_id: &str) -> Result
             "WHERE cur.revision < excluded.revision"
         }
     );
-    txn.execute_raw(Statement::from_sql_and_values(
+    txn.execute_raw(crate::db::statement(
         db.backend(),
         rederive,
         vec![source.into(), object_id.into(), Utc::now().into()],
@@ -275,14 +275,13 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
         DatabaseBackend::Postgres => {
             let rows = db
                 .maintenance()
-                .query_all_raw(Statement::from_string(
+                .query_all_raw(crate::db::statement(
                     DatabaseBackend::Postgres,
                     format!(
                         "SELECT i.source, i.object_id, i.revision AS greatest, s.revision AS projected {GREATEST_REVISIONS}
                            AND (s.revision IS DISTINCT FROM i.revision OR s.snapshot IS DISTINCT FROM i.snapshot)
                          ORDER BY i.source, i.object_id"
-                    ),
-                ))
+                    ), vec![]))
                 .await?;
             for row in rows {
                 drifts.push(projection_drift(
@@ -298,14 +297,13 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
         backend => {
             let rows = db
                 .maintenance()
-                .query_all_raw(Statement::from_string(
+                .query_all_raw(crate::db::statement(
                     backend,
                     format!(
                         "SELECT i.source, i.object_id, i.revision AS greatest, s.revision AS projected,
                                 i.snapshot_canonical, s.snapshot AS projected_snapshot
                          {GREATEST_REVISIONS} ORDER BY i.source, i.object_id"
-                    ),
-                ))
+                    ), vec![]))
                 .await?;
             for row in rows {
                 let greatest: i64 = row.try_get("", "greatest")?;
@@ -332,13 +330,14 @@ async fn projection_drifts(db: &Db) -> Result<Vec<Drift>, DbErr> {
     }
     let orphans = db
         .maintenance()
-        .query_all_raw(Statement::from_string(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             "SELECT s.source, s.object_id, s.revision FROM object_state s
              WHERE NOT EXISTS (SELECT 1 FROM webhook_inbox i
                                 WHERE i.source = s.source AND i.object_id = s.object_id
                                   AND i.revision IS NOT NULL)
              ORDER BY s.source, s.object_id",
+            vec![],
         ))
         .await?;
     for row in orphans {
@@ -376,7 +375,7 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
     let mut drifts = Vec::new();
     let unarchived = db
         .maintenance()
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             "SELECT i.source, i.event_id FROM webhook_inbox i
              WHERE i.received_at >= $1
@@ -395,7 +394,7 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
     let revision_differs = Dialect::of(db.backend()).is_distinct("e.revision", "i.revision");
     let contradicted = db
         .maintenance()
-        .query_all_raw(Statement::from_string(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT e.id, e.source, e.event_id, e.outcome, e.revision AS archived_revision,
@@ -407,6 +406,7 @@ async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<
                         OR (e.outcome IN ('applied', 'stale') AND {revision_differs}))
                  ORDER BY e.id"
             ),
+            vec![],
         ))
         .await?;
     for row in contradicted {

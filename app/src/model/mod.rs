@@ -20,31 +20,28 @@ use serde::{Deserialize, Serialize};
 /// (`Europe/Berlin`); absent means UTC. Read by the server (`guard::viewer_zone`) and the browser.
 pub const ZONE_COOKIE: &str = "hookbox_tz";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Role {
-    Viewer,
-    Operator,
-}
-
-impl Role {
-    pub fn parse(text: &str) -> Option<Role> {
-        match text {
-            "viewer" => Some(Role::Viewer),
-            "operator" => Some(Role::Operator),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Operator => "operator",
-        }
-    }
-}
-
 mod vocabulary;
 use vocabulary::vocabulary;
+
+vocabulary! {
+    /// Where an API token stands: usable, past its expiry, or revoked.
+    TokenState {
+        Live = "live",
+        Expired = "expired",
+        Revoked = "revoked",
+    }
+}
+
+vocabulary! {
+    #[serde_variant_names]
+    /// What a user or an API token may do: read (a viewer), or also act (an operator). Ordered:
+    /// an operator may do all a viewer may.
+    #[derive(PartialOrd, Ord)]
+    Role {
+        Viewer = "viewer",
+        Operator = "operator",
+    }
+}
 
 vocabulary! {
     /// An archive row's `status`.

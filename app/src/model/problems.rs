@@ -5,43 +5,20 @@ use serde::{Deserialize, Serialize};
 /// What an operator types to replay a delivery whose dry run fails as the original did.
 pub const REPLAY_ANYWAY: &str = "replay anyway";
 
-/// What an operator said of a cause. No state is an open cause.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ProblemState {
-    /// Someone is on it: still open, still counted.
-    #[serde(rename = "acknowledged")]
-    Acknowledged,
-    /// Fixed: its failures until then leave the open views; a failure after it reopens it.
-    #[serde(rename = "resolved")]
-    Resolved,
-    /// Expected: its failures, new ones too, stay out of the counts and alerts.
-    #[serde(rename = "ignored")]
-    Ignored,
+super::vocabulary! {
+    /// What an operator said of a cause (`problem_states.state`, the server function's
+    /// argument). No state is an open cause.
+    ProblemState {
+        /// Someone is on it: still open, still counted.
+        Acknowledged = "acknowledged",
+        /// Fixed: its failures until then leave the open views; a failure after it reopens it.
+        Resolved = "resolved",
+        /// Expected: its failures, new ones too, stay out of the counts and alerts.
+        Ignored = "ignored",
+    }
 }
 
 impl ProblemState {
-    pub const ALL: &'static [ProblemState] = &[
-        ProblemState::Acknowledged,
-        ProblemState::Resolved,
-        ProblemState::Ignored,
-    ];
-
-    /// The spelling in `problem_states.state` and in the server function's argument.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ProblemState::Acknowledged => "acknowledged",
-            ProblemState::Resolved => "resolved",
-            ProblemState::Ignored => "ignored",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<ProblemState> {
-        ProblemState::ALL
-            .iter()
-            .copied()
-            .find(|s| s.as_str() == text)
-    }
-
     /// The verb of the button that sets it.
     pub fn verb(self) -> &'static str {
         match self {
@@ -49,12 +26,6 @@ impl ProblemState {
             ProblemState::Resolved => "Resolve",
             ProblemState::Ignored => "Ignore",
         }
-    }
-}
-
-impl std::fmt::Display for ProblemState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

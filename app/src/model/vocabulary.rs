@@ -3,15 +3,27 @@
 //! in the API's OpenAPI document.
 
 /// Declares a closed vocabulary: an enum whose variants are spelled as the database and the URL
-/// spell them, with `ALL`, `as_str`, `parse` and serde in that spelling.
+/// spell them, with `ALL`, `as_str`, `parse` and serde in that spelling. Written first,
+/// `#[serde_variant_names]` keeps serde on the variants' Rust names (`Viewer`): the spelling the
+/// dashboard's server functions sent before the type joined the vocabulary.
 macro_rules! vocabulary {
+    (#[serde_variant_names] $(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+        $crate::model::vocabulary::vocabulary!(@spelled $name { $($variant = $text),+ });
+    };
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         pub enum $name {
             $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
         }
-
+        $crate::model::vocabulary::vocabulary!(@spelled $name { $($variant = $text),+ });
+    };
+    (@spelled $name:ident { $($variant:ident = $text:literal),+ }) => {
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 

@@ -16,7 +16,7 @@ pub async fn audit_entries(
     guard::require(crate::model::Role::Viewer).await?;
     crate::db::audit::audit_entries(&guard::db()?, action.as_deref(), actor.as_deref())
         .await
-        .map_err(|e| guard::unavailable(&e))
+        .map_err(DashboardError::from)
 }
 
 #[component]

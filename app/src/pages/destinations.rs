@@ -8,7 +8,7 @@ use crate::components::chart::AttemptCharts;
 use crate::components::confirm::{BulkAction, ConfirmPanel, Said};
 use crate::components::forward::{ForwardList, ResendAction, ResendSincePanel, RetryAction, age};
 #[cfg(feature = "ssr")]
-use crate::components::forward_actions::{Operating, retry_failed};
+use crate::components::forward_actions::Operating;
 use crate::components::forward_actions::{resend_forward, retry_forward};
 use crate::components::live::live_tick;
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
@@ -29,8 +29,7 @@ pub async fn list_destinations() -> Result<(Vec<DestinationSummary>, bool), Dash
         &guard::db()?,
         &crate::guard::configured_destinations()?,
     )
-    .await
-    .map_err(|e| guard::unavailable(&e))?;
+    .await?;
     Ok((list, user.role == crate::model::Role::Operator))
 }
 
@@ -39,8 +38,7 @@ pub async fn list_destinations() -> Result<(Vec<DestinationSummary>, bool), Dash
 async fn summary_of(db: &crate::db::Db, name: &str) -> Result<DestinationSummary, DashboardError> {
     use crate::guard;
     crate::db::destinations::summaries(db, &crate::guard::configured_destinations()?)
-        .await
-        .map_err(|e| guard::unavailable(&e))?
+        .await?
         .into_iter()
         .find(|s| s.name == name)
         .ok_or_else(|| {
@@ -69,8 +67,7 @@ pub async fn get_destination(
         cursor.as_deref(),
         crate::db::destinations::PAGE_SIZE,
     )
-    .await
-    .map_err(guard::query_failed)?;
+    .await?;
     Ok(DestinationPage {
         summary,
         rows,
@@ -83,9 +80,8 @@ pub async fn get_destination(
 #[server(endpoint = "pause_destination")]
 pub async fn pause_destination(name: String, paused: bool) -> Result<bool, DashboardError> {
     let acting = Operating::on(&name).await?;
-    let changed = crate::db::destinations::set_paused(&acting.db, &name, paused, &acting.actor())
-        .await
-        .map_err(|e| crate::guard::unavailable(&e))?;
+    let changed =
+        crate::db::destinations::set_paused(&acting.db, &name, paused, &acting.actor()).await?;
     if !paused {
         crate::guard::wake_forwarder();
     }
@@ -112,8 +108,7 @@ pub async fn retry_dead_forwards(
         confirmation.as_deref(),
         &acting.actor(),
     )
-    .await
-    .map_err(retry_failed)?;
+    .await?;
     if done.retried {
         crate::guard::wake_forwarder();
         tracing::info!(user = %acting.user, destination = %name, retried = done.matched, "dead forward deliveries retried");
@@ -141,7 +136,7 @@ pub async fn get_destination_series(name: String) -> Result<DestinationSeries, D
         chrono::Utc::now(),
     )
     .await
-    .map_err(|e| guard::unavailable(&e))
+    .map_err(DashboardError::from)
 }
 
 /// Counts the deliveries of the destination delivered since `since` (a time in the viewer's
@@ -167,8 +162,7 @@ pub async fn resend_since(
         confirmation.as_deref(),
         &acting.actor(),
     )
-    .await
-    .map_err(retry_failed)?;
+    .await?;
     if done.resent {
         crate::guard::wake_forwarder();
         tracing::info!(user = %acting.user, destination = %name, resent = done.matched, "forward deliveries re-sent");
@@ -303,22 +297,48 @@ fn DestinationTable(
     .into_any()
 }
 
+/// The list's filter and cursor, as the query string has them.
+fn filter_of(q: &leptos_router::params::ParamsMap) -> (ForwardFilter, Option<String>) {
+    use crate::components::query::param;
+    (
+        ForwardFilter {
+            status: param(q, "status"),
+            source: param(q, "source"),
+            q: param(q, "q"),
+        },
+        param(q, "cursor"),
+    )
+}
+
+/// The filter of a destination's deliveries, filled from the query string.
+#[component]
+fn FilterForm(name: Memo<String>) -> impl IntoView {
+    let query = use_query_map();
+    let value = move |key: &'static str| move || query.read().get(key).unwrap_or_default();
+    let selected =
+        move |option: &'static str| move || query.read().get("status").as_deref() == Some(option);
+    view! {
+        <form class="filters" method="GET" action=move || format!("/destinations/{}", urlencode(&name.get())) aria-label="Filter deliveries">
+            <label>"Status"
+                <select name="status" prop:value=value("status")>
+                    <option value="">"any"</option>
+                    {ForwardStatus::ALL.iter().map(|s| s.as_str()).map(|s| view! { <option value=s selected=selected(s)>{s}</option> }).collect_view()}
+                </select>
+            </label>
+            <label>"Source" <input name="source" type="text" size="10" value=value("source") prop:value=value("source")/></label>
+            <label>"Event or object id" <input name="q" type="search" value=value("q") prop:value=value("q")/></label>
+            <button type="submit">"Apply"</button>
+            <a href=move || format!("/destinations/{}", urlencode(&name.get()))>"Clear"</a>
+        </form>
+    }
+}
+
 #[component]
 pub fn DestinationDetailPage() -> impl IntoView {
     let params = use_params_map();
     let query = use_query_map();
     let name = Memo::new(move |_| params.read().get("name").unwrap_or_default());
-    let filter = Memo::new(move |_| {
-        let q = query.read();
-        (
-            ForwardFilter {
-                status: crate::components::query::param(&q, "status"),
-                source: crate::components::query::param(&q, "source"),
-                q: crate::components::query::param(&q, "q"),
-            },
-            crate::components::query::param(&q, "cursor"),
-        )
-    });
+    let filter = Memo::new(move |_| filter_of(&query.read()));
     let done = RwSignal::new(0u32);
     // Live while the newest page is shown (an older page stays as it is).
     let tick = live_tick(move || filter.with_untracked(|(_, cursor)| cursor.is_none()));
@@ -384,27 +404,13 @@ pub fn DestinationDetailPage() -> impl IntoView {
             }
         }
     });
-    let value = move |key: &'static str| move || query.read().get(key).unwrap_or_default();
-    let selected =
-        move |option: &'static str| move || query.read().get("status").as_deref() == Some(option);
     view! {
         <TopBar/>
         <main>
             <p><a href="/destinations">"← Destinations"</a></p>
             <h1>"Destination " <span class="mono">{move || name.get()}</span></h1>
             <Loaded resource=series show=move |series| view! { <section class="panel"><AttemptCharts series/></section> }/>
-            <form class="filters" method="GET" action=move || format!("/destinations/{}", urlencode(&name.get())) aria-label="Filter deliveries">
-                <label>"Status"
-                    <select name="status" prop:value=value("status")>
-                        <option value="">"any"</option>
-                        {ForwardStatus::ALL.iter().map(|s| s.as_str()).map(|s| view! { <option value=s selected=selected(s)>{s}</option> }).collect_view()}
-                    </select>
-                </label>
-                <label>"Source" <input name="source" type="text" size="10" value=value("source") prop:value=value("source")/></label>
-                <label>"Event or object id" <input name="q" type="search" value=value("q") prop:value=value("q")/></label>
-                <button type="submit">"Apply"</button>
-                <a href=move || format!("/destinations/{}", urlencode(&name.get()))>"Clear"</a>
-            </form>
+            <FilterForm name/>
             {move || retry.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorNote error=e/> })}
             {move || resend.value().get().map(|r| match r {
                 Ok(id) => view! { <p class="ok" role="status" data-testid="resend-one-result">"Re-sent as forward delivery " {id} "."</p> }.into_any(),

@@ -168,21 +168,17 @@ pub async fn get_event(
         _ => (shown, false),
     };
     let related = match stored.row.event_id.as_deref() {
-        Some(event_id) => crate::db::events::deliveries_of(&db, &stored.row.source, event_id)
-            .await
-            .map_err(|e| guard::unavailable(&e))?,
+        Some(event_id) => {
+            crate::db::events::deliveries_of(&db, &stored.row.source, event_id).await?
+        }
         None => Vec::new(),
     };
-    let forwarded = crate::db::destinations::produced_by(&db, &[id])
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let forwarded = crate::db::destinations::produced_by(&db, &[id]).await?;
     let revision_holder = match (&stored.row.object_id, stored.row.revision) {
         (Some(object_id), Some(revision))
             if stored.row.outcome == crate::model::OutcomeKind::ReusedRevision =>
         {
-            crate::db::events::revision_holder(&db, &stored.row.source, object_id, revision)
-                .await
-                .map_err(|e| guard::unavailable(&e))?
+            crate::db::events::revision_holder(&db, &stored.row.source, object_id, revision).await?
         }
         _ => None,
     };

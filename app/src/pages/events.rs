@@ -24,7 +24,7 @@ pub async fn list_events(
     filter: EventFilter,
     cursor: Option<String>,
 ) -> Result<EventPage, DashboardError> {
-    use crate::db::search::SearchError;
+    use crate::db::search_bounds::SearchError;
     use crate::guard;
     let user = guard::require(Role::Viewer).await?;
     let db = guard::db()?;

@@ -13,15 +13,11 @@ pub async fn feed_consumers() -> Result<Vec<FeedConsumerRow>, DashboardError> {
     use crate::guard;
     guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
-    let list = consumers::list(&db)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let list = consumers::list(&db).await?;
     let now = chrono::Utc::now();
     let time = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339();
     // Every consumer's lag in one bounded statement.
-    let lags = consumers::lags(&db, &list)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let lags = consumers::lags(&db, &list).await?;
     let mut rows = Vec::with_capacity(list.len());
     for (consumer, lag) in list.into_iter().zip(lags) {
         rows.push(FeedConsumerRow {

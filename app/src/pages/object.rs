@@ -20,14 +20,11 @@ pub async fn get_object(
     use crate::guard;
     guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
-    let history = crate::db::objects::object_history(&db, &source, &object_id, whole_snapshot)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let history =
+        crate::db::objects::object_history(&db, &source, &object_id, whole_snapshot).await?;
     if history.current_revision.is_none()
         && history.revisions.is_empty()
-        && !crate::db::objects::has_deliveries(&db, &source, &object_id)
-            .await
-            .map_err(|e| guard::unavailable(&e))?
+        && !crate::db::objects::has_deliveries(&db, &source, &object_id).await?
     {
         return Err(guard::fail(DashboardError::NotFound(format!(
             "hookbox holds nothing about the object {object_id:?} of the source {source:?}: no revision and no delivery"
@@ -50,9 +47,7 @@ pub async fn get_object_deliveries(
     let db = guard::db()?;
     let dedup = match guard::config()?.source(&source) {
         Some(configured) => configured.mapping.mode == crate::envelope::Mode::Dedup,
-        None => objects::has_unrevisioned(&db, &source, &object_id)
-            .await
-            .map_err(|e| guard::unavailable(&e))?,
+        None => objects::has_unrevisioned(&db, &source, &object_id).await?,
     };
     if !dedup {
         return Ok(ObjectDeliveries {
@@ -65,7 +60,7 @@ pub async fn get_object_deliveries(
     }
     objects::accepted_deliveries(&db, &source, &object_id, objects::DELIVERIES_LIMIT)
         .await
-        .map_err(|e| guard::unavailable(&e))
+        .map_err(DashboardError::from)
 }
 
 /// Where the object's newest deliveries were forwarded and with what result, greatest revision
@@ -78,9 +73,7 @@ pub async fn get_object_forwarded(
 ) -> Result<(Vec<crate::model::ForwardRow>, bool), DashboardError> {
     use crate::guard;
     guard::require(crate::model::Role::Viewer).await?;
-    let (rows, older) = crate::db::objects::forwarded(&guard::db()?, &source, &object_id)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let (rows, older) = crate::db::objects::forwarded(&guard::db()?, &source, &object_id).await?;
     let left_out = older || rows.len() >= crate::db::destinations::PRODUCED_LIMIT;
     Ok((rows, left_out))
 }

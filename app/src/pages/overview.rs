@@ -15,19 +15,14 @@ pub async fn get_overview() -> Result<Overview, DashboardError> {
     guard::require(Role::Viewer).await?;
     let sources = guard::config()?.sources.len();
     let db = guard::db()?;
-    let mut overview = crate::db::overview::overview(&db, sources, guard::viewer_zone())
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let mut overview = crate::db::overview::overview(&db, sources, guard::viewer_zone()).await?;
     overview.destinations_in_trouble =
         crate::db::destinations::summaries(&db, &crate::guard::configured_destinations()?)
-            .await
-            .map_err(|e| guard::unavailable(&e))?
+            .await?
             .into_iter()
             .filter(|d| d.needs_attention())
             .collect();
-    overview.problems = crate::db::problems::open_counts(&db)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    overview.problems = crate::db::problems::open_counts(&db).await?;
     Ok(overview)
 }
 

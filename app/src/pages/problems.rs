@@ -19,9 +19,7 @@ pub async fn list_problems() -> Result<ProblemsPage, DashboardError> {
     use crate::guard;
     let user = guard::require(crate::model::Role::Viewer).await?;
     let db = guard::db()?;
-    let mut page = crate::db::problems::problems_page(&db)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let mut page = crate::db::problems::problems_page(&db).await?;
     page.can_act = user.role == crate::model::Role::Operator;
     Ok(page)
 }
@@ -103,7 +101,7 @@ pub async fn settled_problems(
     }
     crate::db::problems::settled(&guard::db()?, page)
         .await
-        .map_err(|e| guard::unavailable(&e))
+        .map_err(DashboardError::from)
 }
 
 /// A state change asked for: the cause, the state's spelling or `open`, the reason, the

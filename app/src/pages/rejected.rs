@@ -19,9 +19,8 @@ pub async fn rejected_requests(
 ) -> Result<(RejectedPage, Vec<String>), DashboardError> {
     use crate::guard;
     guard::require(crate::model::Role::Viewer).await?;
-    let page = crate::db::rejected::list(&guard::db()?, &filter, crate::db::rejected::PAGE_SIZE)
-        .await
-        .map_err(guard::query_failed)?;
+    let page =
+        crate::db::rejected::list(&guard::db()?, &filter, crate::db::rejected::PAGE_SIZE).await?;
     let mut sources: Vec<String> = guard::config()?
         .sources
         .iter()

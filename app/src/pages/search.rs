@@ -14,18 +14,18 @@ use leptos_router::hooks::use_query_map;
 /// user at once and a few per process (429), cancelled at its deadline (408).
 #[server(endpoint = "find")]
 pub async fn find(q: String) -> Result<Option<FindResult>, DashboardError> {
-    use crate::db::find::{Limits, parse_query};
-    use crate::db::search::{self, SearchError};
+    use crate::db::search_bounds::{self, SearchError};
+    use crate::db::support_search::{Limits, parse_query};
     use crate::guard;
     let user = guard::require(crate::model::Role::Viewer).await?;
-    let Some(q) = parse_query(&q).map_err(guard::query_failed)? else {
+    let Some(q) = parse_query(&q)? else {
         return Ok(None);
     };
     let db = guard::db()?;
     let request_timeout = guard::config()?.server.request_timeout_secs;
-    let deadline = search::search_deadline(std::time::Duration::from_secs(request_timeout));
-    let found = match search::begin_search_as(&user.name, "q") {
-        Ok(_permit) => crate::db::find::find(&db, &q, &Limits::default(), deadline).await,
+    let deadline = search_bounds::search_deadline(std::time::Duration::from_secs(request_timeout));
+    let found = match search_bounds::begin_search_as(&user.name, "q") {
+        Ok(_permit) => crate::db::support_search::find(&db, &q, &Limits::default(), deadline).await,
         Err(busy) => Err(busy),
     };
     found.map(Some).map_err(|e| match e {

@@ -17,9 +17,8 @@ pub async fn list_sources() -> Result<Sources, DashboardError> {
     guard::require(crate::model::Role::Viewer).await?;
     let config = guard::config()?;
     let now = chrono::Utc::now();
-    let sources = crate::db::sources::summaries(&guard::db()?, &config, now, guard::viewer_zone())
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let sources =
+        crate::db::sources::summaries(&guard::db()?, &config, now, guard::viewer_zone()).await?;
     Ok(Sources {
         sources,
         retention_days: config.server.retention_days,

@@ -5,7 +5,7 @@
 
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
-use crate::model::Role;
+use crate::model::{Role, TokenState};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +20,7 @@ pub struct TokenRow {
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
     pub last_used_at: Option<String>,
-    /// `live`, `expired` or `revoked`.
-    pub state: String,
+    pub state: TokenState,
 }
 
 /// The tokens, newest first, and the configured sources a new token may be limited to.
@@ -43,7 +42,7 @@ fn row_of(token: crate::auth::tokens::ApiToken, now: chrono::DateTime<chrono::Ut
         expires_at: token.expires_at.map(text),
         revoked_at: token.revoked_at.map(text),
         last_used_at: token.last_used_at.map(text),
-        state: state.to_string(),
+        state,
     }
 }
 
@@ -51,9 +50,7 @@ fn row_of(token: crate::auth::tokens::ApiToken, now: chrono::DateTime<chrono::Ut
 pub async fn list_tokens() -> Result<TokensPage, DashboardError> {
     use crate::guard;
     guard::require(Role::Operator).await?;
-    let tokens = crate::auth::tokens::list_tokens(&guard::db()?)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let tokens = crate::auth::tokens::list_tokens(&guard::db()?).await?;
     let now = chrono::Utc::now();
     Ok(TokensPage {
         tokens: tokens.into_iter().map(|t| row_of(t, now)).collect(),
@@ -106,11 +103,7 @@ pub async fn add_token(
     )
     .await
     .map_err(|e| match e {
-        // The shell's words name its flags; the page's name its fields.
-        TokenError::Invalid(why) => guard::bad_request(
-            why.replace("--source ", "source ")
-                .replace("--expires-in-days", "expires in days"),
-        ),
+        TokenError::Invalid(why) => guard::bad_request(why.on_page()),
         TokenError::Db(e) => guard::unavailable(&e),
     })?;
     tracing::info!(user = %user.name, token = %name, role = role.as_str(), "API token made");
@@ -122,9 +115,7 @@ pub async fn add_token(
 pub async fn revoke_token(name: String) -> Result<(), DashboardError> {
     use crate::guard;
     let user = guard::require(Role::Operator).await?;
-    let revoked = crate::auth::tokens::revoke_token(&guard::db()?, &name, &user.name)
-        .await
-        .map_err(|e| guard::unavailable(&e))?;
+    let revoked = crate::auth::tokens::revoke_token(&guard::db()?, &name, &user.name).await?;
     if !revoked {
         return Err(guard::fail(DashboardError::NotFound(format!(
             "there is no live token named {name}"
@@ -244,13 +235,13 @@ fn TokenTable(tokens: Vec<TokenRow>, revoke: Revoke) -> impl IntoView {
                 </tr></thead>
                 <tbody>
                     {tokens.into_iter().map(|t| {
-                        let live = t.state == "live";
-                        let state = match (&t.state[..], t.revoked_at.clone()) {
-                            ("revoked", Some(at)) => view! { <span>"revoked " <LocalTime utc=at/></span> }.into_any(),
-                            (state, _) => view! { <span>{state.to_string()}</span> }.into_any(),
+                        let live = t.state == TokenState::Live;
+                        let state = match (t.state, t.revoked_at.clone()) {
+                            (TokenState::Revoked, Some(at)) => view! { <span>"revoked " <LocalTime utc=at/></span> }.into_any(),
+                            (state, _) => view! { <span>{state.as_str()}</span> }.into_any(),
                         };
                         view! {
-                            <tr data-testid="token-row" data-name=t.name.clone() data-state=t.state.clone()>
+                            <tr data-testid="token-row" data-name=t.name.clone() data-state=t.state.as_str()>
                                 <th data-label="Name" scope="row" class="mono">{t.name.clone()}</th>
                                 <td data-label="Role">{t.role.as_str()}</td>
                                 <td data-label="Sources">{t.sources.clone().map_or_else(|| "every source".to_string(), |s| s.join(", "))}</td>

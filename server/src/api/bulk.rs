@@ -137,10 +137,7 @@ pub(super) async fn replay(
     let (matched, done) = replay_filter(&state.db, &state.config, &filter, &caller.actor, mode)
         .await
         .map_err(|e| match e {
-            FilterReplayError::Query(app::db::conditions::QueryError::BadFilter(why)) => {
-                ApiError::BadRequest(why)
-            }
-            FilterReplayError::Query(app::db::conditions::QueryError::Db(e)) => ApiError::from(e),
+            FilterReplayError::Query(e) => ApiError::from(e),
             FilterReplayError::TooMany => ApiError::BadRequest(format!(
                 "more than {} failed deliveries match; narrow the filter",
                 app::model::BULK_REPLAY_LIMIT

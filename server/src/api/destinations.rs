@@ -12,7 +12,6 @@ use super::extract::{
 };
 use crate::AppState;
 use app::auth::tokens::Caller;
-use app::db::conditions::QueryError;
 use app::db::destinations::{self, Actor, RetryError};
 use app::model::{DestinationSummary, ForwardFilter, ForwardRow};
 use axum::Json;
@@ -46,20 +45,6 @@ fn configured(state: &AppState) -> Vec<(String, String)> {
         .iter()
         .map(|d| (d.name.clone(), app::config::settings::redact_url(&d.url)))
         .collect()
-}
-
-fn query_error(e: QueryError) -> ApiError {
-    match e {
-        QueryError::BadFilter(why) => ApiError::BadRequest(why),
-        QueryError::Db(e) => ApiError::from(e),
-    }
-}
-
-fn retry_error(e: RetryError) -> ApiError {
-    match e {
-        RetryError::Refused(why) => ApiError::Conflict(why),
-        RetryError::Query(e) => query_error(e),
-    }
 }
 
 page!(
@@ -132,9 +117,7 @@ pub(super) async fn deliveries(
         q: query.q,
     };
     let (data, next_cursor) =
-        destinations::deliveries(&state.db, &name, &filter, query.cursor.as_deref(), limit)
-            .await
-            .map_err(query_error)?;
+        destinations::deliveries(&state.db, &name, &filter, query.cursor.as_deref(), limit).await?;
     Ok(Json(DeliveryPage { data, next_cursor }))
 }
 
@@ -170,9 +153,7 @@ pub(super) async fn retry_one(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::NotFound(format!("there is no forward delivery {id}")))?;
-    destinations::retry_one(&state.db, &name, id, &actor(&caller))
-        .await
-        .map_err(retry_error)?;
+    destinations::retry_one(&state.db, &name, id, &actor(&caller)).await?;
     state.forward_wake.notify_one();
     Ok(Json(Retried { retried: 1 }))
 }
@@ -266,15 +247,14 @@ pub(super) async fn retry_dead(
         Err(RetryError::Refused(_)) => {
             // The count changed: say what it is now, nothing was done.
             let actual = destinations::retry_dead(&state.db, &name, &filter, None, &actor(&caller))
-                .await
-                .map_err(retry_error)?
+                .await?
                 .matched;
             return Err(ApiError::CountChanged {
                 expected: usize::try_from(request.expected_count.unwrap_or(0)).unwrap_or(0),
                 actual: usize::try_from(actual).unwrap_or(0),
             });
         }
-        Err(RetryError::Query(e)) => return Err(query_error(e)),
+        Err(RetryError::Query(e)) => return Err(e.into()),
     };
     if retried {
         state.forward_wake.notify_one();

@@ -5,7 +5,7 @@ use super::doc::page;
 use super::extract::{Query, Viewer, limit};
 use super::{ApiError, Event};
 use crate::AppState;
-use app::db::search::SearchError;
+use app::db::search_bounds::SearchError;
 use app::model::EventFilter;
 use axum::Json;
 use axum::extract::State;
@@ -86,10 +86,7 @@ pub(super) async fn list(
     )
     .await
     .map_err(|e| match e {
-        SearchError::Query(app::db::conditions::QueryError::BadFilter(why)) => {
-            ApiError::BadRequest(why)
-        }
-        SearchError::Query(app::db::conditions::QueryError::Db(e)) => ApiError::from(e),
+        SearchError::Query(e) => ApiError::from(e),
         SearchError::Busy(why) => ApiError::Busy(why),
         timed_out @ SearchError::TimedOut(_) => ApiError::TimedOut(timed_out.to_string()),
     })?;

@@ -115,17 +115,14 @@ async fn per_client(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let client = request
+    let peer = request
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|axum::extract::ConnectInfo(addr)| {
-            state
-                .settings
-                .trusted_proxies
-                .client_address(addr.ip(), request.headers())
-                .to_string()
-        })
-        .unwrap_or_else(|| "unknown".into());
+        .map(|connected| connected.0);
+    let client = state
+        .settings
+        .trusted_proxies
+        .client_of(peer, request.headers());
     if let Err(wait) = state.limits.clients.take(&client, CLIENT_REQUESTS_PER_SEC) {
         let request_id = RequestId::of(request.headers());
         return ApiError::TooManyRequests {

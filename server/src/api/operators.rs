@@ -8,7 +8,6 @@ use super::doc::page;
 use super::extract::{Operator, Query, limit};
 use crate::AppState;
 use app::auth::tokens::Caller;
-use app::db::conditions::QueryError;
 use app::model::{AuditRow, RejectedFilter, RejectedRow};
 use axum::Json;
 use axum::extract::State;
@@ -20,13 +19,6 @@ fn of_every_source(caller: &Caller) -> Result<(), ApiError> {
         ));
     }
     Ok(())
-}
-
-fn query_error(e: QueryError) -> ApiError {
-    match e {
-        QueryError::BadFilter(why) => ApiError::BadRequest(why),
-        QueryError::Db(e) => ApiError::from(e),
-    }
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
@@ -70,9 +62,7 @@ pub(super) async fn rejected(
         reason: query.reason,
         before: query.cursor,
     };
-    let page = app::db::rejected::list(&state.db, &filter, limit)
-        .await
-        .map_err(query_error)?;
+    let page = app::db::rejected::list(&state.db, &filter, limit).await?;
     Ok(Json(RejectedPage {
         data: page.rows,
         next_cursor: page.next_before.map(|n| n.to_string()),
@@ -122,7 +112,6 @@ pub(super) async fn audit(
         query.cursor.as_deref(),
         limit,
     )
-    .await
-    .map_err(query_error)?;
+    .await?;
     Ok(Json(AuditPage { data, next_cursor }))
 }

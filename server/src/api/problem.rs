@@ -226,9 +226,31 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Each domain error an endpoint meets, as the API answers it: converted here once, so a
+/// handler writes `?`.
 impl From<sea_orm::DbErr> for ApiError {
     fn from(e: sea_orm::DbErr) -> ApiError {
         tracing::error!(error = %e, "API request failed: database unavailable");
         ApiError::Unavailable
+    }
+}
+
+impl From<app::db::conditions::QueryError> for ApiError {
+    fn from(e: app::db::conditions::QueryError) -> ApiError {
+        use app::db::conditions::QueryError;
+        match e {
+            QueryError::BadFilter(why) => ApiError::BadRequest(why),
+            QueryError::Db(e) => ApiError::from(e),
+        }
+    }
+}
+
+impl From<app::db::destinations::RetryError> for ApiError {
+    fn from(e: app::db::destinations::RetryError) -> ApiError {
+        use app::db::destinations::RetryError;
+        match e {
+            RetryError::Refused(why) => ApiError::Conflict(why),
+            RetryError::Query(e) => ApiError::from(e),
+        }
     }
 }

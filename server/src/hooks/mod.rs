@@ -47,14 +47,10 @@ pub async fn receive(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let client = match &peer {
-        Some(Extension(ConnectInfo(addr))) => state
-            .settings
-            .trusted_proxies
-            .client_address(addr.ip(), &headers)
-            .to_string(),
-        None => "unknown".into(),
-    };
+    let client = state.settings.trusted_proxies.client_of(
+        peer.as_ref().map(|Extension(ConnectInfo(addr))| *addr),
+        &headers,
+    );
     let sent = Sent {
         headers: &headers,
         query: query.as_deref(),
@@ -261,7 +257,7 @@ fn configured_source<'a>(
             Rejection::UnknownSource,
             format!(
                 "no source named \"{}\" is configured (the body was not read)",
-                crate::rejected_log::cut(source_name, 60)
+                app::headers::cut(source_name, 60)
             ),
             BodySeen::declared(declared),
         )

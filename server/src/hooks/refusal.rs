@@ -186,18 +186,14 @@ impl Refusal {
             .source(source_name)
             .map_or(UNKNOWN_SOURCE, |s| s.name.as_str());
         refused(bucket, reason);
-        let client = match peer {
-            Some(Extension(ConnectInfo(addr))) => state
-                .settings
-                .trusted_proxies
-                .client_address(addr.ip(), headers)
-                .to_string(),
-            None => "unknown".into(),
-        };
+        let client = state
+            .settings
+            .trusted_proxies
+            .client_of(peer.map(|Extension(ConnectInfo(addr))| addr), headers);
         state.rejected_log.record(NewRejected {
             received_at: chrono::Utc::now(),
             bucket: bucket.to_string(),
-            source: rejected_log::cut(source_name, rejected_log::SOURCE_BYTES),
+            source: app::headers::cut(source_name, rejected_log::SOURCE_BYTES),
             reason,
             cause,
             client_address: client,

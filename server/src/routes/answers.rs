@@ -8,7 +8,10 @@ use axum::response::{IntoResponse, Response};
 /// 503 for a page or check when the database does not answer, naming the request id to find
 /// the logged cause.
 pub(crate) fn unavailable(request_id: &RequestId) -> Response {
-    let text = format!("the database is unavailable; try again shortly (request id {request_id})");
+    let text = app::error::DashboardError::Unavailable {
+        request_id: request_id.0.clone(),
+    }
+    .to_string();
     (StatusCode::SERVICE_UNAVAILABLE, text).into_response()
 }
 

@@ -7,7 +7,7 @@ use super::super::conditions::{QueryError, given};
 use super::deliveries::conditions;
 use crate::model::{AnswerClass, AnswerCount, AuditAction, ForwardFilter, ForwardStatus};
 use chrono::Utc;
-use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
+use sea_orm::{ConnectionTrait, DbErr, TransactionTrait, Value};
 
 /// Who did it, from where: the audit row's actor and address.
 pub struct Actor<'a> {
@@ -26,7 +26,7 @@ pub async fn set_paused(
     let txn = db.writer.begin().await?;
     let backend = txn.get_database_backend();
     let changed = if paused {
-        txn.execute_raw(Statement::from_sql_and_values(
+        txn.execute_raw(crate::db::statement(
             backend,
             "INSERT INTO forward_destinations (destination, paused_at, paused_by) VALUES ($1, $2, $3)
              ON CONFLICT (destination) DO UPDATE SET paused_at = excluded.paused_at, paused_by = excluded.paused_by
@@ -36,7 +36,7 @@ pub async fn set_paused(
         .await?
         .rows_affected()
     } else {
-        txn.execute_raw(Statement::from_sql_and_values(
+        txn.execute_raw(crate::db::statement(
             backend,
             "UPDATE forward_destinations SET paused_at = NULL, paused_by = NULL
              WHERE destination = $1 AND paused_at IS NOT NULL",
@@ -92,7 +92,7 @@ pub async fn retry_one(
     let txn = db.writer.begin().await?;
     let backend = txn.get_database_backend();
     let status = txn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             backend,
             "SELECT status FROM forward_deliveries WHERE id = $1 AND destination = $2",
             vec![id.into(), destination.into()],
@@ -145,7 +145,7 @@ async fn revive<C: ConnectionTrait>(
     values.push(Utc::now().into());
     let now = values.len();
     Ok(txn
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             txn.get_database_backend(),
             format!(
                 "UPDATE forward_deliveries SET status = '{pending}', next_attempt_at = ${now},
@@ -203,7 +203,7 @@ pub async fn retry_dead(
     let backend = txn.get_database_backend();
     // One row per distinct last status (a few hundred at most), classed by the forwarder's rule.
     let counted = txn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             backend,
             format!(
                 "SELECT last_status_code AS code, count(*) AS n FROM forward_deliveries {} GROUP BY last_status_code",

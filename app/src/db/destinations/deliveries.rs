@@ -3,7 +3,7 @@
 
 use super::super::Db;
 use super::super::conditions::{Conditions, QueryError, given};
-use super::statement;
+use crate::db::statement;
 use crate::model::{ForwardAttemptRow, ForwardFilter, ForwardRow, ForwardStatus};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, FromQueryResult, Value};
@@ -130,7 +130,7 @@ pub async fn produced_by(db: &Db, archive_ids: &[i64]) -> Result<Vec<ForwardRow>
         .conn
         .query_all_raw(statement(
             &db.conn,
-            &format!(
+            format!(
                 "SELECT {DELIVERY_COLUMNS} FROM forward_deliveries WHERE archive_id IN ({}) ORDER BY id LIMIT {PRODUCED_LIMIT}",
                 placeholders.join(", ")
             ),
@@ -154,7 +154,7 @@ async fn with_attempts(
         let attempts = conn
             .query_all_raw(statement(
                 conn,
-                &format!(
+                format!(
                     "SELECT delivery_id, attempt, started_at, duration_ms, status_code, error, response_excerpt
                      FROM forward_attempts WHERE delivery_id IN ({}) ORDER BY delivery_id, attempt DESC",
                     placeholders.join(", ")

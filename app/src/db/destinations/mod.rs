@@ -13,19 +13,16 @@ pub use actions::{Actor, Retried, RetryError, retry_dead, retry_one, retry_scope
 pub use deliveries::{PRODUCED_LIMIT, deliveries, produced_by};
 
 use super::Db;
+use crate::db::statement;
 use crate::model::{DestinationSummary, ForwardStatus};
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, FromQueryResult, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
 
 /// Rows a page of `/destinations/{name}` shows.
 pub const PAGE_SIZE: usize = 50;
 
-fn statement(db: &DatabaseConnection, sql: &str, values: Vec<Value>) -> Statement {
-    Statement::from_sql_and_values(db.get_database_backend(), sql, values)
-}
-
 #[derive(FromQueryResult)]
-struct Backlog {
+struct BacklogRow {
     destination: String,
     status: ForwardStatus,
     n: i64,
@@ -49,6 +46,41 @@ struct State {
     last_error_at: Option<DateTime<Utc>>,
 }
 
+#[derive(FromQueryResult)]
+struct Dead {
+    destination: String,
+    dead: i64,
+}
+
+/// How many dead deliveries each of `destinations` has (none: 0), in their order. One
+/// statement over the index on `(destination, status, id)`.
+pub async fn dead_counts(db: &Db, destinations: &[&str]) -> Result<Vec<i64>, DbErr> {
+    if destinations.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders = (1..=destinations.len())
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT destination, count(*) AS dead FROM forward_deliveries
+         WHERE status = 'dead' AND destination IN ({placeholders}) GROUP BY destination"
+    );
+    let values = destinations.iter().map(|d| (*d).into()).collect();
+    let counts = Dead::find_by_statement(statement(&db.conn, &sql, values))
+        .all(&db.conn)
+        .await?;
+    Ok(destinations
+        .iter()
+        .map(|name| {
+            counts
+                .iter()
+                .find(|c| c.destination == *name)
+                .map_or(0, |c| c.dead)
+        })
+        .collect())
+}
+
 /// Every configured destination (`(name, url shown)`, in the configuration's order), then any
 /// other destination that still has rows, each with its backlog, dead count, last hour's
 /// attempts and last error.
@@ -61,7 +93,7 @@ pub async fn summaries(
     let backlog = conn
         .query_all_raw(statement(
             conn,
-            &format!(
+            format!(
                 "SELECT destination, status, count(*) AS n, min(created_at) AS oldest
                  FROM forward_deliveries WHERE status IN ('{}', '{}')
                  GROUP BY destination, status",
@@ -103,7 +135,7 @@ pub async fn summaries(
         }
     }
     for row in &backlog {
-        let b = Backlog::from_query_result(row, "")?;
+        let b = BacklogRow::from_query_result(row, "")?;
         let s = entry(&mut out, &b.destination);
         if b.status == ForwardStatus::Pending {
             s.pending = b.n;

@@ -24,7 +24,7 @@ use super::actions::{Actor, RetryError};
 use crate::model::{AuditAction, ForwardStatus};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
-use sea_orm::{ConnectionTrait, DatabaseTransaction, Statement, TransactionTrait, Value};
+use sea_orm::{ConnectionTrait, DatabaseTransaction, TransactionTrait, Value};
 
 /// The most forward deliveries one re-send creates.
 pub const RESEND_LIMIT: i64 = 10_000;
@@ -78,7 +78,7 @@ fn since_ids(destination: &str, since: &str, limit: &str) -> String {
 async fn lock_destination(txn: &DatabaseTransaction, destination: &str) -> Result<(), RetryError> {
     let dialect = Dialect::of(txn.get_database_backend());
     let locked = txn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             dialect.backend(),
             format!(
                 "SELECT CASE WHEN {} THEN 1 ELSE 0 END AS locked",
@@ -112,7 +112,7 @@ pub async fn resend_one(
     let backend = txn.get_database_backend();
     lock_destination(&txn, destination).await?;
     let row = txn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             backend,
             format!(
                 "SELECT f.status, f.event_id, f.object_id, f.revision,
@@ -154,7 +154,7 @@ pub async fn resend_one(
         )));
     }
     let created = txn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             backend,
             format!("{} RETURNING id", copy_sql("id = $2")),
             vec![Utc::now().into(), id.into()],
@@ -211,7 +211,7 @@ pub async fn resend_since(
     lock_destination(&txn, destination).await?;
     let now: Value = Utc::now().into();
     let counted = txn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             backend,
             format!(
                 "SELECT count(*) AS n FROM ({}) c",
@@ -248,7 +248,7 @@ pub async fn resend_since(
         });
     }
     let copied = txn
-        .execute_raw(Statement::from_sql_and_values(
+        .execute_raw(crate::db::statement(
             backend,
             copy_sql(&format!("id IN ({})", since_ids("$2", "$3", "$4"))),
             vec![now, destination.into(), since.into(), RESEND_LIMIT.into()],

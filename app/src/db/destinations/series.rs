@@ -10,7 +10,7 @@ use crate::model::{AttemptBar, DestinationSeries};
 use crate::present::zone::local_hour_start;
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult, Statement};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
 
 /// The most attempts one reading of a destination's series takes.
 pub const SERIES_ATTEMPTS: usize = 10_000;
@@ -45,7 +45,7 @@ pub async fn attempts_by_hour(
         .collect();
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             "SELECT a.started_at, a.duration_ms, a.status_code
              FROM forward_attempts a JOIN forward_deliveries d ON d.id = a.delivery_id

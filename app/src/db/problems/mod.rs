@@ -22,7 +22,7 @@ use super::open_failures::unresolved;
 use crate::model::{CONNECTION_FAILED, Cause, NO_ANSWER_WITHIN};
 use crate::model::{ForwardStatus, OpenProblems, ProblemGroup, ProblemState, ProblemsPage, Stage};
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DbErr};
 
 /// Where the failures of one stage are, and how a row (`e`) names its cause.
 pub(crate) struct Failures {
@@ -187,16 +187,16 @@ async fn groups(
 ) -> Result<(Vec<ProblemGroup>, i64, i64), DbErr> {
     let rows = db
         .conn
-        .query_all_raw(Statement::from_string(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             grouped(f, which, Some(limit)),
+            vec![],
         ))
         .await?;
     let (mut groups, mut total, mut failures) = (Vec::with_capacity(rows.len()), 0, 0);
     for row in &rows {
         total = row.try_get("", "groups")?;
         failures = row.try_get("", "failures")?;
-        let state: Option<String> = row.try_get("", "state")?;
         let first_seen: DateTime<Utc> = row.try_get("", "first_seen")?;
         let last_seen: DateTime<Utc> = row.try_get("", "last_seen")?;
         let changed_at: Option<DateTime<Utc>> = row.try_get("", "changed_at")?;
@@ -207,7 +207,7 @@ async fn groups(
             last_seen: last_seen.to_rfc3339(),
             example: row.try_get("", "example")?,
             example_message: None,
-            state: state.as_deref().and_then(ProblemState::parse),
+            state: row.try_get("", "state")?,
             changed_at: changed_at.map(|at| at.to_rfc3339()),
             changed_by: row.try_get("", "changed_by")?,
             reason: row.try_get("", "reason")?,
@@ -261,7 +261,7 @@ async fn example_messages(db: &Db, groups: &mut [&mut ProblemGroup]) -> Result<(
         }
         let rows = db
             .conn
-            .query_all_raw(Statement::from_sql_and_values(
+            .query_all_raw(crate::db::statement(
                 db.backend(),
                 format!(
                     "SELECT id, {message} AS message FROM {table} WHERE id {among}",
@@ -318,7 +318,7 @@ async fn open_by(db: &Db, f: &Failures) -> Result<Vec<(String, OpenProblems)>, D
     );
     let rows = db
         .conn
-        .query_all_raw(Statement::from_string(db.backend(), sql))
+        .query_all_raw(crate::db::statement(db.backend(), sql, vec![]))
         .await?;
     rows.iter()
         .map(|row| {

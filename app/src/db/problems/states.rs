@@ -12,7 +12,7 @@ use crate::model::{
     AuditAction, Cause, MAX_REASON_BYTES, ProblemState, SettledCause, SettledPage, StateChange,
 };
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
+use sea_orm::{ConnectionTrait, DbErr, TransactionTrait, Value};
 
 /// Resolved and ignored causes a page of [`settled`] lists.
 pub const SETTLED_PAGE_SIZE: u32 = 50;
@@ -61,7 +61,7 @@ pub async fn covered<C: ConnectionTrait>(conn: &C, cause: &Cause) -> Result<i64,
     };
     let f = Failures::of(cause.outcome);
     let row = conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             conn.get_database_backend(),
             format!(
                 "SELECT count(*) AS n FROM {table} WHERE {of_cause}
@@ -83,7 +83,7 @@ pub async fn covered<C: ConnectionTrait>(conn: &C, cause: &Cause) -> Result<i64,
 async fn exists<C: ConnectionTrait>(conn: &C, cause: &Cause, class: &str) -> Result<bool, DbErr> {
     let f = Failures::of(cause.outcome);
     Ok(conn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(crate::db::statement(
             conn.get_database_backend(),
             format!(
                 "SELECT 1 AS found FROM {} WHERE {} LIMIT 1",
@@ -157,7 +157,7 @@ pub async fn set_state(
                 operator.into(),
                 reason.map(str::to_string).into(),
             ]);
-            txn.execute_raw(Statement::from_sql_and_values(
+            txn.execute_raw(crate::db::statement(
                 backend,
                 "INSERT INTO problem_states (source, outcome, error_class, state, changed_at, changed_by, reason)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -170,7 +170,7 @@ pub async fn set_state(
             true
         }
         None => {
-            txn.execute_raw(Statement::from_sql_and_values(
+            txn.execute_raw(crate::db::statement(
                 backend,
                 "DELETE FROM problem_states WHERE source = $1 AND outcome = $2 AND error_class = $3",
                 key(cause, class),
@@ -181,32 +181,44 @@ pub async fn set_state(
         }
     };
     if changed {
-        let action = match state {
-            Some(ProblemState::Acknowledged) => AuditAction::AcknowledgeProblem,
-            Some(ProblemState::Resolved) => AuditAction::ResolveProblem,
-            Some(ProblemState::Ignored) => AuditAction::IgnoreProblem,
-            None => AuditAction::ReopenProblem,
-        };
-        let detail = format!(
-            "{}{}",
-            cause.covers_words(covers),
-            reason.map(|r| format!("; reason: {r}")).unwrap_or_default()
-        );
-        audit_on(
-            &txn,
-            AuditEntry {
-                actor: operator,
-                action,
-                target: Some(&in_words),
-                outcome: state.map_or("open", ProblemState::as_str),
-                detail: Some(&detail),
-                address: None,
-            },
-        )
-        .await?;
+        audit_change(&txn, cause, state, (covers, reason), operator).await?;
     }
     txn.commit().await?;
     Ok(answer(changed))
+}
+
+/// The audit entry of a changed state: who set which state on the cause, over how many
+/// failures, and why.
+async fn audit_change(
+    txn: &sea_orm::DatabaseTransaction,
+    cause: &Cause,
+    state: Option<ProblemState>,
+    (covers, reason): (i64, Option<&str>),
+    operator: &str,
+) -> Result<(), DbErr> {
+    let action = match state {
+        Some(ProblemState::Acknowledged) => AuditAction::AcknowledgeProblem,
+        Some(ProblemState::Resolved) => AuditAction::ResolveProblem,
+        Some(ProblemState::Ignored) => AuditAction::IgnoreProblem,
+        None => AuditAction::ReopenProblem,
+    };
+    let detail = format!(
+        "{}{}",
+        cause.covers_words(covers),
+        reason.map(|r| format!("; reason: {r}")).unwrap_or_default()
+    );
+    audit_on(
+        txn,
+        AuditEntry {
+            actor: operator,
+            action,
+            target: Some(&cause.in_words()),
+            outcome: state.map_or("open", ProblemState::as_str),
+            detail: Some(&detail),
+            address: None,
+        },
+    )
+    .await
 }
 
 /// Page `page` (0 the first, at most [`MAX_SETTLED_PAGE`]) of the resolved and ignored causes,
@@ -220,15 +232,16 @@ pub async fn settled(db: &Db, page: u32) -> Result<SettledPage, DbErr> {
     );
     let total = db
         .conn
-        .query_one_raw(Statement::from_string(
+        .query_one_raw(crate::db::statement(
             db.backend(),
             format!("SELECT count(*) AS n FROM problem_states WHERE {states}"),
+            vec![],
         ))
         .await?
         .map_or(Ok(0), |r| r.try_get::<i64>("", "n"))?;
     let rows = db
         .conn
-        .query_all_raw(Statement::from_sql_and_values(
+        .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
                 "SELECT source, outcome, error_class, state, changed_at, changed_by, reason
@@ -243,12 +256,10 @@ pub async fn settled(db: &Db, page: u32) -> Result<SettledPage, DbErr> {
         .await?;
     let mut list = Vec::with_capacity(rows.len());
     for row in &rows {
-        let state: String = row.try_get("", "state")?;
         let changed_at: DateTime<Utc> = row.try_get("", "changed_at")?;
         list.push(SettledCause {
             cause: super::cause_of(row)?,
-            state: ProblemState::parse(&state)
-                .ok_or_else(|| DbErr::Type(format!("no state {state}")))?,
+            state: row.try_get("", "state")?,
             changed_at: changed_at.to_rfc3339(),
             changed_by: row.try_get("", "changed_by")?,
             reason: row.try_get("", "reason")?,

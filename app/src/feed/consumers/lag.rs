@@ -7,7 +7,7 @@ use super::Consumer;
 use crate::db::Db;
 use crate::db::dialect::Dialect;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, Statement, TransactionTrait, Value};
+use sea_orm::{ConnectionTrait, DbErr, TransactionTrait, Value};
 
 /// The archive rows after a consumer's committed cursor that its lag looks at, at most: a
 /// consumer further behind than this shows the items among them, as a lower bound
@@ -58,8 +58,7 @@ pub async fn lags(db: &Db, consumers: &[Consumer]) -> Result<Vec<Lag>, DbErr> {
             id = after,
         ));
     }
-    let statement =
-        Statement::from_sql_and_values(db.backend(), parts.join("\nUNION ALL\n"), values);
+    let statement = crate::db::statement(db.backend(), parts.join("\nUNION ALL\n"), values);
     let rows = if dialect == Dialect::Postgres {
         // Without statistics a hundred parts estimate as one costly plan, and PostgreSQL's JIT
         // then spends longer compiling it (past the statement timeout) than the reads take.

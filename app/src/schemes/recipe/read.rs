@@ -54,13 +54,7 @@ impl Recipe {
             &mut problems,
             "signature_separator",
             text("signature_separator"),
-            |v| {
-                let mut chars = v.chars();
-                match (chars.next(), chars.next()) {
-                    (Some(c), None) => Ok(c),
-                    _ => Err(format!("{v:?} is not one character")),
-                }
-            },
+            one_character,
         );
         let timestamp_header = value(
             &mut problems,
@@ -73,15 +67,7 @@ impl Recipe {
             &mut problems,
             "timestamp_field",
             text("timestamp_field"),
-            |pointer| {
-                if pointer.starts_with('/') {
-                    Ok(pointer.to_string())
-                } else {
-                    Err(format!(
-                        "{pointer:?} is not a JSON pointer such as \"/webhookTimestamp\""
-                    ))
-                }
-            },
+            json_pointer,
         )
         .flatten();
         let unit = value(
@@ -96,19 +82,7 @@ impl Recipe {
             text("secret_encoding"),
             SecretEncoding::parse,
         );
-        let signed = match signed {
-            Some(list) if list.is_empty() => {
-                problems.push(("signed", "is empty".into()));
-                None
-            }
-            Some(list) => list
-                .iter()
-                .map(|part| Part::parse(part))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| problems.push(("signed", e)))
-                .ok(),
-            None => None,
-        };
+        let signed = signed_parts(signed, &mut problems);
         for (key, absent) in [
             ("algorithm", matches!(algorithm, Some(None))),
             ("signature_header", matches!(signature_header, Some(None))),
@@ -121,25 +95,15 @@ impl Recipe {
                 problems.push((key, "is required with scheme = \"hmac\"".into()));
             }
         }
-        let timestamp_header = timestamp_header.flatten();
-        let places = [
-            timestamp_header.is_some(),
-            timestamp_prefix.is_some(),
-            timestamp_field.is_some(),
-        ];
-        if places.iter().filter(|given| **given).count() > 1 {
-            problems.push((
-                "timestamp_header",
-                "timestamp_prefix and timestamp_field: more than one says where the timestamp is; keep one".into(),
-            ));
-        }
-        let unit = unit.flatten().unwrap_or(TimeUnit::Seconds);
-        let timestamp = match (timestamp_header, timestamp_prefix, timestamp_field) {
-            (Some(name), _, _) => Some((TimestampAt::Header(name), unit)),
-            (None, Some(label), _) => Some((TimestampAt::Entry(label), unit)),
-            (None, None, Some(pointer)) => Some((TimestampAt::BodyField(pointer), unit)),
-            (None, None, None) => None,
-        };
+        let timestamp = timestamp_of(
+            (
+                timestamp_header.flatten(),
+                timestamp_prefix,
+                timestamp_field,
+            ),
+            unit.flatten().unwrap_or(TimeUnit::Seconds),
+            &mut problems,
+        );
         match (algorithm.flatten(), signature_header.flatten(), signed) {
             (Some(algorithm), Some(signature_header), Some(signed)) if problems.is_empty() => {
                 Ok(Recipe {
@@ -156,6 +120,66 @@ impl Recipe {
             }
             _ => Err(problems),
         }
+    }
+}
+
+/// Where the timestamp is (its header, its label in the signature header, or its field of the
+/// body), with its unit; more than one place given is a problem.
+fn timestamp_of(
+    (header, prefix, field): (Option<String>, Option<String>, Option<String>),
+    unit: TimeUnit,
+    problems: &mut Vec<RecipeProblem>,
+) -> Option<(TimestampAt, TimeUnit)> {
+    let places = [header.is_some(), prefix.is_some(), field.is_some()];
+    if places.iter().filter(|given| **given).count() > 1 {
+        problems.push((
+            "timestamp_header",
+            "timestamp_prefix and timestamp_field: more than one says where the timestamp is; keep one".into(),
+        ));
+    }
+    match (header, prefix, field) {
+        (Some(name), _, _) => Some((TimestampAt::Header(name), unit)),
+        (None, Some(label), _) => Some((TimestampAt::Entry(label), unit)),
+        (None, None, Some(pointer)) => Some((TimestampAt::BodyField(pointer), unit)),
+        (None, None, None) => None,
+    }
+}
+
+fn one_character(v: &str) -> Result<char, String> {
+    let mut chars = v.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) => Ok(c),
+        _ => Err(format!("{v:?} is not one character")),
+    }
+}
+
+fn json_pointer(pointer: &str) -> Result<String, String> {
+    if pointer.starts_with('/') {
+        Ok(pointer.to_string())
+    } else {
+        Err(format!(
+            "{pointer:?} is not a JSON pointer such as \"/webhookTimestamp\""
+        ))
+    }
+}
+
+/// The `signed` list read (an empty one is a problem); `None` when absent or refused.
+fn signed_parts(
+    signed: Option<Vec<String>>,
+    problems: &mut Vec<RecipeProblem>,
+) -> Option<Vec<Part>> {
+    match signed {
+        Some(list) if list.is_empty() => {
+            problems.push(("signed", "is empty".into()));
+            None
+        }
+        Some(list) => list
+            .iter()
+            .map(|part| Part::parse(part))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| problems.push(("signed", e)))
+            .ok(),
+        None => None,
     }
 }
 

@@ -5,7 +5,6 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::api::get;
 use serde_json::Value as Json;
 
 fn json(text: &str) -> Json {

@@ -10,10 +10,12 @@
 //! - `session`: a signed-in user's cookie, and calling a server function with it.
 #![allow(dead_code, clippy::unwrap_used)]
 
+mod api;
 pub mod binary;
 mod database;
 mod queries;
 mod session;
+pub use api::*;
 pub use binary::{Binary, send_to};
 pub use database::*;
 pub use queries::*;

@@ -10,14 +10,14 @@
 //!   newest [`SCAN_ROWS`] deliveries (the result says when there were more), and exact ids in the
 //!   whole archive through its indexes.
 //!
-//! Every statement runs through [`super::search::query_within`]: cancelled at the deadline or
+//! Every statement runs through [`super::search_bounds::query_within`]: cancelled at the deadline or
 //! when the request is dropped; the caller holds a body search's permit.
 
 use super::Db;
 use super::conditions::{Conditions, QueryError};
 use super::contains::{AnyValue, PART_MIN_CHARS, push_part_anywhere, push_value_anywhere};
 use super::events::{EVENT_COLUMNS, event_row};
-use super::search::{SearchError, query_within};
+use super::search_bounds::{SearchError, query_within};
 use crate::model::{EventRow, FindResult, FoundEvent, FoundObject, Match, MatchField, MatchHow};
 use sea_orm::{DatabaseBackend, DbErr, QueryResult, Statement};
 use std::time::{Duration, Instant};
@@ -124,24 +124,17 @@ pub async fn find(
     limits: &Limits,
     deadline: Duration,
 ) -> Result<FindResult, SearchError> {
-    let end = Instant::now() + deadline;
-    let run = |statement: Statement| async move {
-        let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(SearchError::TimedOut(deadline));
-        }
-        query_within(db, statement, left)
-            .await
-            .map_err(|e| match e {
-                SearchError::TimedOut(_) => SearchError::TimedOut(deadline),
-                other => other,
-            })
+    let within = Within {
+        db,
+        end: Instant::now() + deadline,
+        deadline,
     };
+    let run = |statement: Statement| within.run(statement);
     let backend = db.backend();
     let typed = q;
     let q = bare(typed);
     // The database's own lower case of what was typed: ids are compared in it.
-    let lowered = run(Statement::from_sql_and_values(
+    let lowered = run(crate::db::statement(
         backend,
         "SELECT lower($1) AS l",
         vec![q.into()],
@@ -156,7 +149,7 @@ pub async fn find(
     let mut found = Found::default();
     // The newest `scan_rows` deliveries: SQLite's whole search, and where both backends look for
     // a part of a text value (no index serves that).
-    let window = run(Statement::from_sql_and_values(
+    let window = run(crate::db::statement(
         backend,
         format!(
             "SELECT id FROM webhook_events ORDER BY id DESC LIMIT 1 OFFSET {}",
@@ -169,35 +162,21 @@ pub async fn find(
     .map(|r| r.try_get::<i64>("", "id"))
     .transpose()?;
     // Not a spelling (`db::dialect`) but two algorithms: index ranges, or a bounded scan.
-    let (floor, searched) = if backend == DatabaseBackend::Postgres {
-        let statement = indexed_ids(&lower, limits.shown);
-        if let Some(statement) = statement {
+    let postgres = backend == DatabaseBackend::Postgres;
+    let floor = if postgres {
+        if let Some(statement) = indexed_ids(&lower, limits.shown) {
             let rows = run(statement).await?;
             id_rows(&rows, &lower, limits.shown, &mut found)?;
         }
-        let searched = match window {
-            None => "the ids of every accepted event, the exact ids of every archived delivery and every archived body".to_string(),
-            Some(_) => format!(
-                "the ids of every accepted event, the exact ids of every archived delivery, the whole values of every archived body and the text of the newest {} bodies",
-                thousands(limits.scan_rows)
-            ),
-        };
-        (None, searched)
+        None
     } else {
-        let floor = window;
-        for statement in scanned_ids(q, floor, limits.shown) {
+        for statement in scanned_ids(q, window, limits.shown) {
             let rows = run(statement).await?;
             id_rows(&rows, &lower, limits.shown, &mut found)?;
         }
-        let searched = match floor {
-            Some(_) => format!(
-                "the ids and bodies of the newest {} deliveries, and the exact ids of older ones",
-                thousands(limits.scan_rows)
-            ),
-            None => "the ids and body of every archived delivery".to_string(),
-        };
-        (floor, searched)
+        window
     };
+    let searched = searched_words(postgres, window.is_some(), limits.scan_rows);
     let exact = run(exact_in_archive(backend, q, &lower, limits.shown)).await?;
     id_rows(&exact, &lower, limits.shown, &mut found)?;
 
@@ -206,7 +185,7 @@ pub async fn find(
     if let Some(floor) = floor {
         c.push("id > ?", floor);
     }
-    let body = run(Statement::from_sql_and_values(
+    let body = run(crate::db::statement(
         backend,
         format!(
             "SELECT {EVENT_COLUMNS} FROM webhook_events {} ORDER BY received_at DESC, id DESC LIMIT {}",
@@ -217,15 +196,55 @@ pub async fn find(
     ))
     .await?;
     let mut body_more = body_rows(&body, MatchHow::Value, limits.body_matches, &mut found)?;
-    // A part of a text value, whatever the case (`müll` finds `Müller`, `10231` finds
-    // `"Order #10231"`), in the newest deliveries, newest first: the scan stops at the bound.
     if typed.chars().count() >= PART_MIN_CHARS {
-        let mut c = Conditions::new();
-        push_part_anywhere(&mut c, backend, typed);
-        if let Some(floor) = window {
-            c.push("id > ?", floor);
+        body_more |= parts_in_bodies(&within, typed, window, limits, &mut found).await?;
+    }
+    let mut result = assemble(db, typed, found, limits.shown, searched, floor.is_some()).await?;
+    result.body_more = body_more;
+    result.body_limit = limits.body_matches;
+    Ok(result)
+}
+
+/// A search's statements, each within what is left of its deadline.
+struct Within<'a> {
+    db: &'a Db,
+    end: Instant,
+    deadline: Duration,
+}
+
+impl Within<'_> {
+    async fn run(&self, statement: Statement) -> Result<Vec<QueryResult>, SearchError> {
+        let left = self.end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(SearchError::TimedOut(self.deadline));
         }
-        let parts = run(Statement::from_sql_and_values(
+        query_within(self.db, statement, left)
+            .await
+            .map_err(|e| match e {
+                SearchError::TimedOut(_) => SearchError::TimedOut(self.deadline),
+                other => other,
+            })
+    }
+}
+
+/// A part of a text value, whatever the case (`müll` finds `Müller`, `10231` finds
+/// `"Order #10231"`), in the deliveries after `window` (the newest), newest first: the scan
+/// stops at the bound. Whether there were more than it reads.
+async fn parts_in_bodies(
+    within: &Within<'_>,
+    typed: &str,
+    window: Option<i64>,
+    limits: &Limits,
+    found: &mut Found,
+) -> Result<bool, SearchError> {
+    let backend = within.db.backend();
+    let mut c = Conditions::new();
+    push_part_anywhere(&mut c, backend, typed);
+    if let Some(floor) = window {
+        c.push("id > ?", floor);
+    }
+    let parts = within
+        .run(crate::db::statement(
             backend,
             format!(
                 "SELECT {EVENT_COLUMNS} FROM webhook_events {} ORDER BY id DESC LIMIT {}",
@@ -235,12 +254,30 @@ pub async fn find(
             c.values,
         ))
         .await?;
-        body_more |= body_rows(&parts, MatchHow::Part, limits.body_matches, &mut found)?;
+    Ok(body_rows(
+        &parts,
+        MatchHow::Part,
+        limits.body_matches,
+        found,
+    )?)
+}
+
+/// What a search looked through, in words: on PostgreSQL every id and whole value through the
+/// indexes, and the text of the newest `scan_rows` bodies when there are more (`windowed`); on
+/// SQLite the newest `scan_rows` deliveries, and older ones' exact ids.
+fn searched_words(postgres: bool, windowed: bool, scan_rows: i64) -> String {
+    match (postgres, windowed) {
+        (true, false) => "the ids of every accepted event, the exact ids of every archived delivery and every archived body".to_string(),
+        (true, true) => format!(
+            "the ids of every accepted event, the exact ids of every archived delivery, the whole values of every archived body and the text of the newest {} bodies",
+            thousands(scan_rows)
+        ),
+        (false, true) => format!(
+            "the ids and bodies of the newest {} deliveries, and the exact ids of older ones",
+            thousands(scan_rows)
+        ),
+        (false, false) => "the ids and body of every archived delivery".to_string(),
     }
-    let mut result = assemble(db, typed, found, limits.shown, searched, floor.is_some()).await?;
-    result.body_more = body_more;
-    result.body_limit = limits.body_matches;
-    Ok(result)
 }
 
 /// Reads body matches (`how`: a whole value or a part) into `found`, at most `limit`; answers
@@ -338,8 +375,30 @@ async fn assemble(
             }
         })
         .collect();
+    let events = found_events(events, newest_events, &found.rows);
+    Ok(FindResult {
+        q: q.to_string(),
+        objects,
+        events,
+        more_objects,
+        more_events,
+        limit: shown,
+        searched,
+        body_more: false,
+        body_limit: 0,
+        bound_reached,
+    })
+}
+
+/// The events found, each with its newest delivery: read by event id (`newest_events`, in the
+/// order of the events found by id), or the body match already read (`rows`).
+fn found_events(
+    events: Vec<(Key, Vec<Match>)>,
+    newest_events: Vec<Option<EventRow>>,
+    rows: &[(Key, EventRow)],
+) -> Vec<FoundEvent> {
     let mut event_index = 0;
-    let events = events
+    events
         .into_iter()
         .map(|(key, matched)| {
             let (source, event_id, newest) = match &key {
@@ -352,8 +411,7 @@ async fn assemble(
                     )
                 }
                 _ => {
-                    let row = found
-                        .rows
+                    let row = rows
                         .iter()
                         .find(|(k, _)| *k == key)
                         .map(|(_, row)| row.clone());
@@ -368,19 +426,7 @@ async fn assemble(
                 matched,
             }
         })
-        .collect();
-    Ok(FindResult {
-        q: q.to_string(),
-        objects,
-        events,
-        more_objects,
-        more_events,
-        limit: shown,
-        searched,
-        body_more: false,
-        body_limit: 0,
-        bound_reached,
-    })
+        .collect()
 }
 
 /// Reads id matches (`source`, `object_id`, `event_id`, `l_id`: the matched id in lower case,

@@ -1,4 +1,4 @@
-//! The top bar's search (`/search?q=`, the `find` server function, `app::db::find`) on both
+//! The top bar's search (`/search?q=`, the `find` server function, `app::db::support_search`) on both
 //! backends, and the object page of a dedup source.
 //!
 //! - `ids`: exact, prefix and suffix matches of object and event ids, case and `#` aside, LIKE

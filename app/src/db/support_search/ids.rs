@@ -55,11 +55,7 @@ pub(super) fn indexed_ids(lower: &str, shown: usize) -> Option<Statement> {
         reversed.into(),
         after_reversed.into(),
     ];
-    Some(Statement::from_sql_and_values(
-        DatabaseBackend::Postgres,
-        sql,
-        values,
-    ))
+    Some(crate::db::statement(DatabaseBackend::Postgres, sql, values))
 }
 
 /// The least string above every string starting with `prefix`, in code point (UTF-8 byte)
@@ -97,7 +93,7 @@ pub(super) fn scanned_ids(q: &str, floor: Option<i64>, shown: usize) -> Vec<Stat
     let literal = like_literal(q);
     let window = floor.map_or(String::new(), |f| format!("id > {f} AND "));
     let by = |column: &str, field: &str, grouped: &str, object: &str| {
-        Statement::from_sql_and_values(
+        crate::db::statement(
             DatabaseBackend::Sqlite,
             format!(
                 "SELECT source, {object} AS object_id, max(event_id) AS event_id,
@@ -148,7 +144,7 @@ pub(super) fn exact_in_archive(
            SELECT source, object_id, event_id FROM webhook_events WHERE event_id IN ({list})
            ORDER BY event_id, source LIMIT {limit}) AS e"
     );
-    Statement::from_sql_and_values(backend, sql, values)
+    crate::db::statement(backend, sql, values)
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! what was typed, one body search per user at once, and the deadline.
 
 use super::*;
-use app::db::find::{Limits, MAX_QUERY_BYTES, find as find_in};
-use app::db::search::{SearchError, begin_search_as, searches_running};
+use app::db::search_bounds::{SearchError, begin_search_as, searches_running};
+use app::db::support_search::{Limits, MAX_QUERY_BYTES, find as find_in};
 use std::time::Duration;
 
 both_backends!(sqlite_searches_the_newest_deliveries_and_says_when_there_were_more);

@@ -273,7 +273,7 @@ both_backends!(
 async fn a_search_past_its_deadline_is_cancelled_in_the_database_even_when_its_request_is_gone(
     backend: Backend,
 ) {
-    use app::db::search::{SearchError, query_within};
+    use app::db::search_bounds::{SearchError, query_within};
     use sea_orm::Statement;
     use std::time::Duration;
     let test_db = test_db(backend).await;
@@ -372,7 +372,7 @@ async fn a_slow_search_answers_408_naming_match_and_leaves_nothing_running(backe
         body.contains("match: the search ran past its deadline"),
         "{body}"
     );
-    assert_eq!(app::db::search::searches_running(), 0);
+    assert_eq!(app::db::search_bounds::searches_running(), 0);
     if backend == Backend::Postgres {
         let running = count(
             &app.db,
@@ -387,7 +387,7 @@ async fn a_slow_search_answers_408_naming_match_and_leaves_nothing_running(backe
 
 both_backends!(concurrent_searches_are_limited_per_user_and_in_all_with_a_429);
 async fn concurrent_searches_are_limited_per_user_and_in_all_with_a_429(backend: Backend) {
-    use app::db::search::{SEARCHES_AT_ONCE, SEARCHES_PER_USER, searches_running};
+    use app::db::search_bounds::{SEARCHES_AT_ONCE, SEARCHES_PER_USER, searches_running};
     use std::time::Duration;
     assert_eq!((SEARCHES_PER_USER, SEARCHES_AT_ONCE), (1, 2));
     // Requests of 10 s: a search has 5 s.
@@ -452,7 +452,7 @@ async fn concurrent_searches_are_limited_per_user_and_in_all_with_a_429(backend:
 
 both_backends!(an_export_with_match_is_a_search_with_its_deadline_and_its_places);
 async fn an_export_with_match_is_a_search_with_its_deadline_and_its_places(backend: Backend) {
-    use app::db::search::searches_running;
+    use app::db::search_bounds::searches_running;
     let app = spawn_app_with(backend, quick_config()).await;
     with_user(&app, "vera", Role::Viewer).await;
     let cookie = sign_in(&app, "vera", PASSWORD).await.unwrap();

@@ -5,7 +5,7 @@ use crate::db::Db;
 use crate::db::events::{EVENT_COLUMNS, event_row};
 use crate::model::{EventRow, FoundObject};
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, QueryResult, Statement, Value};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, Value};
 
 /// One statement of a point lookup per key, `UNION ALL`, each row tagged with its key's index.
 fn per_key(
@@ -28,7 +28,7 @@ async fn query(db: &Db, sql: String, values: Vec<Value>) -> Result<Vec<QueryResu
         return Ok(Vec::new());
     }
     db.conn
-        .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, values))
+        .query_all_raw(crate::db::statement(db.backend(), sql, values))
         .await
 }
 
