@@ -308,7 +308,6 @@ const LONG_FUNCTIONS_LEFT: &[(&str, &str)] = &[
     ("app/src/pages/event.rs", "EventBody"),
     ("app/src/pages/events.rs", "EventsPage"),
     ("app/src/providers/mod.rs", "mapping"),
-    ("app/src/providers/mod.rs", "recipe"),
 ];
 
 /// Each function of `text` (before its unit-test module) with its length in lines: from the

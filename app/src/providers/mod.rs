@@ -89,6 +89,28 @@ pub const ALL_PRESETS: [Preset; 32] = [
     Preset::Asana,
 ];
 
+/// A recipe signing `signed` with `algorithm`, its signature in `header` after `prefix`: one
+/// signature, no timestamp, the secret as UTF-8.
+fn plain_recipe(
+    algorithm: Algorithm,
+    header: &str,
+    prefix: &str,
+    encoding: Encoding,
+    signed: Vec<Part>,
+) -> Recipe {
+    Recipe {
+        algorithm,
+        signature_header: header.to_string(),
+        signature_separator: None,
+        signature_prefix: prefix.to_string(),
+        signature_encoding: encoding,
+        signed,
+        timestamp: None,
+        secret_encoding: SecretEncoding::Utf8,
+        secret_prefix: String::new(),
+    }
+}
+
 impl Preset {
     pub fn from_name(name: &str) -> Option<Preset> {
         ALL_PRESETS.into_iter().find(|preset| preset.name() == name)
@@ -180,18 +202,18 @@ impl Preset {
     /// The recipe of a preset whose scheme is [`Scheme::Hmac`] (each checked against the
     /// provider's vectors in `app/tests/vectors/`, `docs/providers.md`).
     pub fn recipe(self) -> Option<Recipe> {
+        use crate::schemes::recipe::TimeUnit::{Milliseconds, Rfc3339, Seconds};
+        use crate::schemes::recipe::TimestampAt::{BodyField, Entry, Header};
         use Algorithm::{Sha1, Sha256};
         use Encoding::{Base64, Hex};
-        let of = |algorithm, header: &str, prefix: &str, encoding, signed: Vec<Part>| Recipe {
-            algorithm,
-            signature_header: header.to_string(),
-            signature_separator: None,
-            signature_prefix: prefix.to_string(),
-            signature_encoding: encoding,
-            signed,
-            timestamp: None,
-            secret_encoding: SecretEncoding::Utf8,
-            secret_prefix: String::new(),
+        let of = plain_recipe;
+        let timed = |recipe: Recipe, at, unit| Recipe {
+            timestamp: Some((at, unit)),
+            ..recipe
+        };
+        let listed = |recipe: Recipe| Recipe {
+            signature_separator: Some(','),
+            ..recipe
         };
         let body = || vec![Part::Body];
         Some(match self {
@@ -200,31 +222,20 @@ impl Preset {
             Preset::Vercel => of(Sha1, "x-vercel-signature", "", Hex, body()),
             Preset::Bitbucket => of(Sha256, "x-hub-signature", "sha256=", Hex, body()),
             Preset::Razorpay => of(Sha256, "x-razorpay-signature", "", Hex, body()),
-            Preset::Pagerduty => Recipe {
-                signature_separator: Some(','),
-                ..of(Sha256, "x-pagerduty-signature", "v1=", Hex, body())
-            },
+            Preset::Pagerduty => listed(of(Sha256, "x-pagerduty-signature", "v1=", Hex, body())),
             Preset::Sentry => of(Sha256, "sentry-hook-signature", "", Hex, body()),
             Preset::Notion => of(Sha256, "x-notion-signature", "sha256=", Hex, body()),
             Preset::Woocommerce => of(Sha256, "x-wc-webhook-signature", "", Base64, body()),
             Preset::Lemonsqueezy => of(Sha256, "x-signature", "", Hex, body()),
             Preset::Dropbox => of(Sha256, "x-dropbox-signature", "", Hex, body()),
             Preset::Asana => of(Sha256, "x-hook-signature", "", Hex, body()),
-            Preset::Linear => Recipe {
-                timestamp: Some((
-                    crate::schemes::recipe::TimestampAt::BodyField("/webhookTimestamp".into()),
-                    crate::schemes::recipe::TimeUnit::Milliseconds,
-                )),
-                ..of(Sha256, "linear-signature", "", Hex, body())
-            },
-            Preset::Twitch => Recipe {
-                timestamp: Some((
-                    crate::schemes::recipe::TimestampAt::Header(
-                        "twitch-eventsub-message-timestamp".into(),
-                    ),
-                    crate::schemes::recipe::TimeUnit::Rfc3339,
-                )),
-                ..of(
+            Preset::Linear => timed(
+                of(Sha256, "linear-signature", "", Hex, body()),
+                BodyField("/webhookTimestamp".into()),
+                Milliseconds,
+            ),
+            Preset::Twitch => timed(
+                of(
                     Sha256,
                     "twitch-eventsub-message-signature",
                     "sha256=",
@@ -234,14 +245,12 @@ impl Preset {
                         Part::Timestamp,
                         Part::Body,
                     ],
-                )
-            },
-            Preset::Zoom => Recipe {
-                timestamp: Some((
-                    crate::schemes::recipe::TimestampAt::Header("x-zm-request-timestamp".into()),
-                    crate::schemes::recipe::TimeUnit::Seconds,
-                )),
-                ..of(
+                ),
+                Header("twitch-eventsub-message-timestamp".into()),
+                Rfc3339,
+            ),
+            Preset::Zoom => timed(
+                of(
                     Sha256,
                     "x-zm-signature",
                     "v0=",
@@ -252,22 +261,21 @@ impl Preset {
                         Part::Literal(":".into()),
                         Part::Body,
                     ],
-                )
-            },
-            Preset::Calendly => Recipe {
-                signature_separator: Some(','),
-                timestamp: Some((
-                    crate::schemes::recipe::TimestampAt::Entry("t=".into()),
-                    crate::schemes::recipe::TimeUnit::Seconds,
-                )),
-                ..of(
+                ),
+                Header("x-zm-request-timestamp".into()),
+                Seconds,
+            ),
+            Preset::Calendly => timed(
+                listed(of(
                     Sha256,
                     "calendly-webhook-signature",
                     "v1=",
                     Hex,
                     vec![Part::Timestamp, Part::Literal(".".into()), Part::Body],
-                )
-            },
+                )),
+                Entry("t=".into()),
+                Seconds,
+            ),
             Preset::Square => of(
                 Sha256,
                 "x-square-hmacsha256-signature",
@@ -275,21 +283,17 @@ impl Preset {
                 Base64,
                 vec![Part::Url, Part::Body],
             ),
-            Preset::Hubspot => Recipe {
-                timestamp: Some((
-                    crate::schemes::recipe::TimestampAt::Header(
-                        "x-hubspot-request-timestamp".into(),
-                    ),
-                    crate::schemes::recipe::TimeUnit::Milliseconds,
-                )),
-                ..of(
+            Preset::Hubspot => timed(
+                of(
                     Sha256,
                     "x-hubspot-signature-v3",
                     "",
                     Base64,
                     vec![Part::Method, Part::Url, Part::Body, Part::Timestamp],
-                )
-            },
+                ),
+                Header("x-hubspot-request-timestamp".into()),
+                Milliseconds,
+            ),
             _ => return None,
         })
     }
