@@ -305,8 +305,6 @@ const MAX_FUNCTION_LINES: usize = 100;
 const LONG_FUNCTIONS_LEFT: &[(&str, &str)] = &[
     ("app/src/envelope/validate.rs", "parse_envelope_as"),
     ("app/src/config/sources.rs", "read_source"),
-    ("app/src/pages/event.rs", "EventBody"),
-    ("app/src/pages/events.rs", "EventsPage"),
     ("app/src/providers/mod.rs", "mapping"),
 ];
 

@@ -405,35 +405,7 @@ fn EventBody(
     let curl_shown = move || source.value().get().and_then(Result::ok).map(|s| s.curl);
     view! {
         <h1>"Delivery " {e.id} " " <StatusBadge status=e.status outcome=e.outcome/></h1>
-        <section class="panel">
-            <dl class="fields">
-                <dt>"Source"</dt><dd>{e.source.clone()}</dd>
-                <dt>"Event id"</dt><dd class="mono">{e.event_id.clone().unwrap_or_else(|| "—".into())}</dd>
-                <dt>"Object"</dt><dd class="mono">{match object_link.clone() {
-                    Some(href) => view! { <a href=href data-testid="object-link">{e.object_id.clone()}</a> }.into_any(),
-                    None => view! { <span>{e.object_id.clone().unwrap_or_else(|| "—".into())}</span> }.into_any(),
-                }}</dd>
-                <dt>"Revision"</dt><dd>{e.revision.map(|r| r.to_string()).unwrap_or_else(|| "—".into())}</dd>
-                <dt>"Type"</dt><dd>{e.event_type.clone().unwrap_or_else(|| "—".into())}</dd>
-                <dt>"Status"</dt><dd>{e.status.as_str()}</dd>
-                <dt>"Outcome"</dt><dd>{e.outcome.as_str()}</dd>
-                <dt>"Error"</dt><dd data-testid="error-message">{e.error_message.clone().unwrap_or_else(|| "—".into())}</dd>
-                {d.revision_holder.clone().map(|(holder, archive)| {
-                    let href = match archive {
-                        Some(archive) => format!("/events/{archive}"),
-                        None => format!("/events?source={}&event_id={}", urlencode(&e.source), urlencode(&holder)),
-                    };
-                    view! { <dt>"Revision held by"</dt><dd><a href=href class="mono" data-testid="revision-holder">{holder}</a></dd> }
-                })}
-                <dt>"Received"</dt><dd><LocalTime utc=e.received_at.clone()/></dd>
-                {e.replay_of.map(|original| view! {
-                    <dt>"Replay of"</dt><dd><a href=format!("/events/{original}")>"delivery " {original}</a> " by " {e.replayed_by.clone()}</dd>
-                })}
-                {e.resolved_by.map(|replay| view! {
-                    <dt>"Resolved"</dt><dd data-testid="resolved-by">"Resolved by replay " <a href=format!("/events/{replay}")>{format!("#{replay}")}</a></dd>
-                })}
-            </dl>
-        </section>
+        <Fields e=e.clone() object_link revision_holder=d.revision_holder.clone()/>
         {d.can_replay.then(|| view! { <ReplayPanel id=e.id run=replay/> })}
         <section class="panel">
             <h2>"Body " <span class="muted">{if d.body_is_form { "(form, shown as its fields)" } else if d.body_is_json { "(JSON)" } else { "(raw)" }}</span></h2>
@@ -458,22 +430,7 @@ fn EventBody(
                 {move || source.value().get().and_then(Result::err).map(|e| view! { <ErrorNote error=e/> })}
             </details>
         </section>
-        {(!d.searchable.is_empty()).then(|| {
-            let source = e.source.clone();
-            view! {
-                <section class="panel">
-                    <details data-testid="searchable">
-                        <summary>"Find deliveries with a value of this body"</summary>
-                        <ul class="searchable">
-                            {d.searchable.clone().into_iter().map(|(pointer, matcher)| {
-                                let href = format!("/events?source={}&match={}", urlencode(&source), urlencode(&matcher));
-                                view! { <li><a href=href data-testid="find-by-field" class="mono">{pointer}</a> <span class="muted mono">{matcher.clone()}</span></li> }
-                            }).collect_view()}
-                        </ul>
-                    </details>
-                </section>
-            }
-        })}
+        {(!d.searchable.is_empty()).then(|| view! { <Searchable source=e.source.clone() searchable=d.searchable.clone()/> })}
         <section class="panel">
             <h2>"Headers"</h2>
             <table class="data compact">
@@ -488,10 +445,77 @@ fn EventBody(
                 <ForwardList rows=d.forwarded.clone() can_act=d.can_replay retry=d.can_replay.then_some(retry) resend/>
             </section>
         })}
+        <Related related=d.related/>
+    }
+}
+
+/// What the archive says of a delivery: its ids, outcome, error, and what it replays or was
+/// resolved by.
+#[component]
+fn Fields(
+    e: crate::model::EventRow,
+    object_link: Option<String>,
+    revision_holder: Option<(String, Option<i64>)>,
+) -> impl IntoView {
+    view! {
+        <section class="panel">
+            <dl class="fields">
+                <dt>"Source"</dt><dd>{e.source.clone()}</dd>
+                <dt>"Event id"</dt><dd class="mono">{e.event_id.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Object"</dt><dd class="mono">{match object_link {
+                    Some(href) => view! { <a href=href data-testid="object-link">{e.object_id.clone()}</a> }.into_any(),
+                    None => view! { <span>{e.object_id.clone().unwrap_or_else(|| "—".into())}</span> }.into_any(),
+                }}</dd>
+                <dt>"Revision"</dt><dd>{e.revision.map(|r| r.to_string()).unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Type"</dt><dd>{e.event_type.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Status"</dt><dd>{e.status.as_str()}</dd>
+                <dt>"Outcome"</dt><dd>{e.outcome.as_str()}</dd>
+                <dt>"Error"</dt><dd data-testid="error-message">{e.error_message.clone().unwrap_or_else(|| "—".into())}</dd>
+                {revision_holder.map(|(holder, archive)| {
+                    let href = match archive {
+                        Some(archive) => format!("/events/{archive}"),
+                        None => format!("/events?source={}&event_id={}", urlencode(&e.source), urlencode(&holder)),
+                    };
+                    view! { <dt>"Revision held by"</dt><dd><a href=href class="mono" data-testid="revision-holder">{holder}</a></dd> }
+                })}
+                <dt>"Received"</dt><dd><LocalTime utc=e.received_at.clone()/></dd>
+                {e.replay_of.map(|original| view! {
+                    <dt>"Replay of"</dt><dd><a href=format!("/events/{original}")>"delivery " {original}</a> " by " {e.replayed_by.clone()}</dd>
+                })}
+                {e.resolved_by.map(|replay| view! {
+                    <dt>"Resolved"</dt><dd data-testid="resolved-by">"Resolved by replay " <a href=format!("/events/{replay}")>{format!("#{replay}")}</a></dd>
+                })}
+            </dl>
+        </section>
+    }
+}
+
+/// Links to the deliveries whose body holds one of this body's values (`(pointer, match)`).
+#[component]
+fn Searchable(source: String, searchable: Vec<(String, String)>) -> impl IntoView {
+    view! {
+        <section class="panel">
+            <details data-testid="searchable">
+                <summary>"Find deliveries with a value of this body"</summary>
+                <ul class="searchable">
+                    {searchable.into_iter().map(|(pointer, matcher)| {
+                        let href = format!("/events?source={}&match={}", urlencode(&source), urlencode(&matcher));
+                        view! { <li><a href=href data-testid="find-by-field" class="mono">{pointer}</a> <span class="muted mono">{matcher.clone()}</span></li> }
+                    }).collect_view()}
+                </ul>
+            </details>
+        </section>
+    }
+}
+
+/// The deliveries of the same event: the original, its retries and its replays.
+#[component]
+fn Related(related: Vec<crate::model::EventRow>) -> impl IntoView {
+    view! {
         <section class="panel">
             <h2>"Deliveries of this event"</h2>
             <ol class="related" data-testid="related">
-                {d.related.into_iter().map(|r| view! {
+                {related.into_iter().map(|r| view! {
                     <li>
                         <a href=format!("/events/{}", r.id)>"delivery " {r.id}</a> " "
                         <StatusBadge status=r.status outcome=r.outcome/> " "

@@ -140,29 +140,7 @@ pub fn bulk_scope(filter: &EventFilter) -> String {
 #[component]
 pub fn EventsPage() -> impl IntoView {
     let query = use_query_map();
-    let filter = Memo::new(move |_| {
-        let q = query.read();
-        (
-            EventFilter {
-                status: param(&q, "status"),
-                outcome: param(&q, "outcome"),
-                source: param(&q, "source"),
-                from: param(&q, "from"),
-                to: param(&q, "to"),
-                // Days in the URL's zone, else in the viewer's (the zone the page shows).
-                tz: param(&q, "tz").or_else(|| Some(crate::components::zone::viewer_zone_name())),
-                q: param(&q, "q"),
-                r#match: param(&q, "match"),
-                open: param(&q, "open"),
-                class: param(&q, "class"),
-                event_type: param(&q, "type"),
-                event_id: param(&q, "event_id"),
-                object_id: param(&q, "object_id"),
-                visible_sources: None,
-            },
-            param(&q, "cursor"),
-        )
-    });
+    let filter = Memo::new(move |_| filter_of(&query.read()));
     let live = RwSignal::new(true);
     // The first page refreshes while Live is on and the tab is visible, as every live page.
     let tick = crate::components::live::live_tick(move || {
@@ -180,18 +158,7 @@ pub fn EventsPage() -> impl IntoView {
     // property (after a client-side navigation, Clear or the browser's Back button, where the
     // attribute no longer decides what a field the user has touched shows, and after hydration,
     // over the choices the browser restores into a page it reloads on Back).
-    let restored = RwSignal::new(0u32);
-    #[cfg(feature = "hydrate")]
-    {
-        // A page restored from the back-forward cache shows what its fields held when it was
-        // left (often a choice then applied, which this URL does not name): set them again.
-        let handle = window_event_listener(leptos::ev::pageshow, move |ev| {
-            if ev.persisted() {
-                restored.update(|n| *n += 1);
-            }
-        });
-        on_cleanup(move || handle.remove());
-    }
+    let restored = restored_from_cache();
     let value = move |key: &'static str| {
         move || {
             restored.track();
@@ -225,19 +192,7 @@ pub fn EventsPage() -> impl IntoView {
                 <label>"Source"
                     <select name="source" data-testid="source-filter" prop:value=value("source")>
                         <option value="">"any"</option>
-                        <Suspense fallback=|| ()>
-                            {move || sources.get().map(|names| {
-                                let mut names = names.unwrap_or_default();
-                                // A source no longer configured, named by the URL, stays a choice.
-                                if let Some(given) = param(&query.read(), "source").filter(|s| !names.contains(s)) {
-                                    names.push(given);
-                                }
-                                names.into_iter().map(|s| {
-                                    let (chosen, value, label) = (s.clone(), s.clone(), s);
-                                    view! { <option value=value selected=move || query.read().get("source").as_deref() == Some(chosen.as_str())>{label}</option> }
-                                }).collect_view()
-                            })}
-                        </Suspense>
+                        <SourceChoices sources query/>
                     </select>
                 </label>
                 <label>"From" <span class="muted">{move || format!(" (day in {})", days_in())}</span> <input name="from" type="date" value=value("from") prop:value=value("from")/></label>
@@ -279,6 +234,70 @@ pub fn EventsPage() -> impl IntoView {
                 })}
             </Suspense>
         </main>
+    }
+}
+
+/// The filter and the cursor the URL names.
+fn filter_of(q: &leptos_router::params::ParamsMap) -> (EventFilter, Option<String>) {
+    (
+        EventFilter {
+            status: param(q, "status"),
+            outcome: param(q, "outcome"),
+            source: param(q, "source"),
+            from: param(q, "from"),
+            to: param(q, "to"),
+            // Days in the URL's zone, else in the viewer's (the zone the page shows).
+            tz: param(q, "tz").or_else(|| Some(crate::components::zone::viewer_zone_name())),
+            q: param(q, "q"),
+            r#match: param(q, "match"),
+            open: param(q, "open"),
+            class: param(q, "class"),
+            event_type: param(q, "type"),
+            event_id: param(q, "event_id"),
+            object_id: param(q, "object_id"),
+            visible_sources: None,
+        },
+        param(q, "cursor"),
+    )
+}
+
+/// Counts the times the page is shown again from the browser's back-forward cache: a page
+/// restored so shows what its fields held when it was left (often a choice then applied, which
+/// its URL does not name), and the fields that track this set themselves again.
+fn restored_from_cache() -> RwSignal<u32> {
+    let restored = RwSignal::new(0u32);
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = window_event_listener(leptos::ev::pageshow, move |ev| {
+            if ev.persisted() {
+                restored.update(|n| *n += 1);
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
+    restored
+}
+
+/// The source filter's choices: the configured sources, and one the URL names that is no longer
+/// configured.
+#[component]
+fn SourceChoices(
+    sources: Resource<Result<Vec<String>, DashboardError>>,
+    query: Memo<leptos_router::params::ParamsMap>,
+) -> impl IntoView {
+    view! {
+        <Suspense fallback=|| ()>
+            {move || sources.get().map(|names| {
+                let mut names = names.unwrap_or_default();
+                if let Some(given) = param(&query.read(), "source").filter(|s| !names.contains(s)) {
+                    names.push(given);
+                }
+                names.into_iter().map(|s| {
+                    let (chosen, value, label) = (s.clone(), s.clone(), s);
+                    view! { <option value=value selected=move || query.read().get("source").as_deref() == Some(chosen.as_str())>{label}</option> }
+                }).collect_view()
+            })}
+        </Suspense>
     }
 }
 
