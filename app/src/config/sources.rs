@@ -81,32 +81,8 @@ pub(super) fn read_source(
 
     let name = keys.name(earlier_names);
 
-    let preset = keys.string("preset").and_then(|spelled| {
-        let preset = Preset::from_name(&spelled);
-        if preset.is_none() {
-            let known: Vec<&str> = ALL_PRESETS.iter().map(|p| p.name()).collect();
-            keys.problem(
-                "preset",
-                format!("unknown preset {spelled:?} (known: {})", known.join(", ")),
-            );
-        }
-        preset
-    });
-
-    let scheme = match keys.string("scheme") {
-        Some(spelled) => {
-            let scheme = Scheme::from_name(&spelled);
-            if scheme.is_none() {
-                keys.problem("scheme", format!("unknown scheme {spelled:?}"));
-            }
-            scheme
-        }
-        None if keys.has("scheme") || keys.has("preset") => preset.map(Preset::scheme),
-        None => {
-            keys.problem("scheme", "is required (or a preset)");
-            None
-        }
-    };
+    let preset = read_preset(&mut keys);
+    let scheme = read_scheme(&mut keys, preset);
 
     let recipe = read_recipe(
         &mut keys,
@@ -138,55 +114,22 @@ pub(super) fn read_source(
     }
 
     let secrets_env = keys.strings("secrets_env").unwrap_or_default();
-    let mut secret_keys = Vec::new();
-    if scheme == Some(Scheme::None) {
+    let secret_keys = if scheme == Some(Scheme::None) {
         if !allow_unsigned {
             keys.problem(
                 "scheme",
                 "\"none\" accepts unsigned requests; set HOOKBOX_ALLOW_UNSIGNED=1 for local development only",
             );
         }
+        Vec::new()
     } else {
-        // A public-key scheme may verify with its public keys alone.
-        let keys_instead = scheme.is_some_and(takes_public_keys)
-            && (!public_keys_env.is_empty() || scheme != Some(Scheme::StandardWebhooks));
-        // Asana's and Notion's secret is collected by `hookbox handshake` first.
-        let collected_later = preset.is_some_and(Preset::captures_secret);
-        if secrets_env.is_empty()
-            && !keys.has_refused("secrets_env")
-            && !keys_instead
-            && !collected_later
-        {
-            keys.problem("secrets_env", "must name at least one environment variable");
-        }
-        for var in &secrets_env {
-            // Not echoed: a value that is no variable name may be the secret itself.
-            if !valid_env_name(var) {
-                keys.problem(
-                    "secrets_env",
-                    "lists something that is not an environment variable name (letters, digits, _); \
-                     the file names the variables, the secrets stay in the environment",
-                );
-                continue;
-            }
-            let Some(value) = env(var).filter(|v| !v.is_empty()) else {
-                keys.problem(
-                    "secrets_env",
-                    format!("environment variable {var} is unset or empty"),
-                );
-                continue;
-            };
-            // Without a known scheme the value cannot be checked, only its presence.
-            if let Some(auth) = auth
-                && (scheme != Some(Scheme::Hmac) || auth.recipe.is_some())
-            {
-                match auth.parse_secret(&value) {
-                    Ok(key) => secret_keys.push(key),
-                    Err(why) => keys.problem("secrets_env", format!("the secret in {var}: {why}")),
-                }
-            }
-        }
-    }
+        read_secrets(
+            &mut keys,
+            &secrets_env,
+            env,
+            (auth, preset, &public_keys_env),
+        )
+    };
 
     let tolerance_secs = keys.number("tolerance_secs", 0).unwrap_or_else(|| {
         preset
@@ -195,18 +138,7 @@ pub(super) fn read_source(
     });
     let rate_limit_per_sec = keys.number("rate_limit_per_sec", 1);
 
-    let mode = match keys.string("mode").as_deref() {
-        Some("snapshot") => Mode::Snapshot,
-        Some("dedup") => Mode::Dedup,
-        Some(other) => {
-            keys.problem(
-                "mode",
-                format!("must be \"snapshot\" or \"dedup\", not {other:?}"),
-            );
-            Mode::Snapshot
-        }
-        None => preset.map_or(Mode::Snapshot, |p| p.mapping().mode),
-    };
+    let mode = read_mode(&mut keys, preset);
     let mapping = read_mapping(&mut keys, preset, mode);
     let forward = destinations::read_forward(&mut keys, destinations);
 
@@ -230,6 +162,109 @@ pub(super) fn read_source(
         }),
         _ => None,
     }
+}
+
+/// `preset`: one of the known providers, or a problem naming them.
+fn read_preset(keys: &mut Keys<'_>) -> Option<Preset> {
+    keys.string("preset").and_then(|spelled| {
+        let preset = Preset::from_name(&spelled);
+        if preset.is_none() {
+            let known: Vec<&str> = ALL_PRESETS.iter().map(|p| p.name()).collect();
+            keys.problem(
+                "preset",
+                format!("unknown preset {spelled:?} (known: {})", known.join(", ")),
+            );
+        }
+        preset
+    })
+}
+
+/// `scheme`, else the preset's; one of them is required.
+fn read_scheme(keys: &mut Keys<'_>, preset: Option<Preset>) -> Option<Scheme> {
+    match keys.string("scheme") {
+        Some(spelled) => {
+            let scheme = Scheme::from_name(&spelled);
+            if scheme.is_none() {
+                keys.problem("scheme", format!("unknown scheme {spelled:?}"));
+            }
+            scheme
+        }
+        None if keys.has("scheme") || keys.has("preset") => preset.map(Preset::scheme),
+        None => {
+            keys.problem("scheme", "is required (or a preset)");
+            None
+        }
+    }
+}
+
+/// `mode`, else the preset's, else snapshot.
+fn read_mode(keys: &mut Keys<'_>, preset: Option<Preset>) -> Mode {
+    match keys.string("mode").as_deref() {
+        Some("snapshot") => Mode::Snapshot,
+        Some("dedup") => Mode::Dedup,
+        Some(other) => {
+            keys.problem(
+                "mode",
+                format!("must be \"snapshot\" or \"dedup\", not {other:?}"),
+            );
+            Mode::Snapshot
+        }
+        None => preset.map_or(Mode::Snapshot, |p| p.mapping().mode),
+    }
+}
+
+/// The secrets the variables of `secrets_env` hold, each checked by the source's scheme (`auth`)
+/// where it is known; at least one variable unless the scheme verifies with public keys alone
+/// or the preset's secret is collected later (`hookbox handshake`).
+fn read_secrets(
+    keys: &mut Keys<'_>,
+    secrets_env: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+    (auth, preset, public_keys_env): (Option<Auth<'_>>, Option<Preset>, &[String]),
+) -> Vec<SecretKey> {
+    let scheme = auth.map(|a| a.scheme);
+    let mut secret_keys = Vec::new();
+    // A public-key scheme may verify with its public keys alone.
+    let keys_instead = scheme.is_some_and(takes_public_keys)
+        && (!public_keys_env.is_empty() || scheme != Some(Scheme::StandardWebhooks));
+    // Asana's and Notion's secret is collected by `hookbox handshake` first.
+    let collected_later = preset.is_some_and(Preset::captures_secret);
+    if secrets_env.is_empty()
+        && !keys.has_refused("secrets_env")
+        && !keys_instead
+        && !collected_later
+    {
+        keys.problem("secrets_env", "must name at least one environment variable");
+    }
+    for var in secrets_env {
+        // Not echoed: a value that is no variable name may be the secret itself.
+        if !valid_env_name(var) {
+            keys.problem(
+                "secrets_env",
+                "lists something that is not an environment variable name (letters, digits, _); \
+                 the file names the variables, the secrets stay in the environment",
+            );
+            continue;
+        }
+        let Some(value) = env(var).filter(|v| !v.is_empty()) else {
+            keys.problem(
+                "secrets_env",
+                format!("environment variable {var} is unset or empty"),
+            );
+            continue;
+        };
+        // Without a known scheme the value cannot be checked, only its presence.
+        if let Some(auth) = auth
+            && (scheme != Some(Scheme::Hmac) || auth.recipe.is_some())
+        {
+            match auth.parse_secret(&value) {
+                Ok(key) => secret_keys.push(key),
+                Err(why) => keys.problem("secrets_env", format!("the secret in {var}: {why}")),
+            }
+        }
+    }
+
+    secret_keys
 }
 
 /// `scheme = "hmac"`'s recipe, each problem named by its key: the keys beside it, else the
