@@ -201,7 +201,7 @@ async fn via_sea_orm(db: &Db, f: &Fixture, d: &Delivery) -> anyhow::Result<()> {
     let statement =
         |text: &str, values| Statement::from_sql_and_values(DatabaseBackend::Sqlite, text, values);
     let now = Utc::now();
-    let txn = db.conn.begin().await?;
+    let txn = db.dashboard.begin().await?;
     let claimed = txn
         .query_one_raw(statement(
             sql.claim,
@@ -270,7 +270,7 @@ async fn drive(
     fixture: Arc<Fixture>,
     deadline: Instant,
 ) -> Tally {
-    let pool = db.conn.get_sqlite_connection_pool().clone();
+    let pool = db.dashboard.get_sqlite_connection_pool().clone();
     let mut rng = StdRng::seed_from_u64(task as u64);
     let mut tally = Tally::default();
     let mut counter: i64 = 0;
@@ -334,7 +334,7 @@ async fn main() -> anyhow::Result<()> {
             "SELECT sqlite_version(), (SELECT journal_mode FROM pragma_journal_mode),
                     (SELECT synchronous FROM pragma_synchronous), (SELECT timeout FROM pragma_busy_timeout)",
         )
-        .fetch_one(db.conn.get_sqlite_connection_pool())
+        .fetch_one(db.dashboard.get_sqlite_connection_pool())
         .await
         .context("read the connection settings")?;
     let settings = format!(
@@ -345,7 +345,7 @@ async fn main() -> anyhow::Result<()> {
         Layer::SeaOrm => "sea-orm",
     };
     let pool_size = db
-        .conn
+        .dashboard
         .get_sqlite_connection_pool()
         .options()
         .get_max_connections();
@@ -375,7 +375,7 @@ async fn main() -> anyhow::Result<()> {
         tally.examples.extend(t.examples);
     }
     let elapsed = started.elapsed().as_secs_f64();
-    db.conn.close().await?;
+    db.dashboard.close().await?;
 
     tally.latencies_us.sort_unstable();
     let committed = tally.latencies_us.len() as u64;

@@ -193,7 +193,7 @@ impl Writer {
 /// writer connection (a write through the read pool would poll for the lock).
 fn log_connection(db: &Db) -> &DatabaseConnection {
     match db.backend() {
-        DatabaseBackend::Postgres => &db.conn,
+        DatabaseBackend::Postgres => &db.dashboard,
         _ => &db.writer,
     }
 }

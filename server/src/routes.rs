@@ -160,7 +160,7 @@ async fn security_headers(request: Request, next: Next) -> Response {
 
 /// `GET /readyz`: 200 when the database answers, else 503.
 async fn ready(State(state): State<AppState>, request_id: RequestId) -> Response {
-    match state.db.conn.ping().await {
+    match state.db.dashboard.ping().await {
         Ok(()) => (StatusCode::OK, "ready").into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "not ready: the database does not answer");

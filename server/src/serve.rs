@@ -172,7 +172,7 @@ pub async fn serve_on(
     if let Some(warm) = &db.warm {
         warm.release_all();
     }
-    for pool in [&db.conn, &db.writer] {
+    for pool in [&db.dashboard, &db.writer] {
         pool.close_by_ref()
             .await
             .context("close the database pool")?;

@@ -125,7 +125,10 @@ fn store_key(db: &Db) -> String {
     // Not a spelling (`db::dialect`): each backend's pool names its database its own way.
     match db.backend() {
         sea_orm::DatabaseBackend::Postgres => {
-            let options = db.conn.get_postgres_connection_pool().connect_options();
+            let options = db
+                .dashboard
+                .get_postgres_connection_pool()
+                .connect_options();
             format!(
                 "postgres://{}:{}/{}",
                 options.get_host(),

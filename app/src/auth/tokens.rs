@@ -287,7 +287,7 @@ pub async fn revoke_token(db: &Db, name: &str, actor: &str) -> Result<bool, DbEr
 /// Every token, newest first.
 pub async fn list_tokens(db: &Db) -> Result<Vec<ApiToken>, DbErr> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(statement(
             db,
             "SELECT name, role, sources, created_at, expires_at, revoked_at, last_used_at
@@ -314,7 +314,7 @@ pub async fn list_tokens(db: &Db) -> Result<Vec<ApiToken>, DbErr> {
 /// no such token: what a feed consumer it owns may read.
 pub async fn token_sources(db: &Db, id: i64) -> Result<Option<Option<Vec<String>>>, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(statement(
             db,
             "SELECT sources FROM api_tokens WHERE id = $1",
@@ -347,7 +347,7 @@ pub async fn authenticate(db: &Db, headers: &http::HeaderMap) -> Result<Caller, 
         .ok_or(AuthFailure::Refused(TokenRefusal::Missing))?;
     let hash = token_hash(token);
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(statement(
             db,
             "SELECT id, name, role, sources, expires_at, revoked_at, last_used_at

@@ -133,7 +133,7 @@ pub async fn audit_page(
         limit + 1
     );
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(db.backend(), sql, c.values))
         .await?;
     let mut entries = rows
@@ -219,7 +219,7 @@ async fn counted_sign_ins(
         c.clause()
     );
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(db.backend(), sql, c.values))
         .await?;
     let mut entries = Vec::new();
@@ -400,7 +400,7 @@ pub async fn counted_failures(
     since: DateTime<Utc>,
 ) -> Result<CountedFailures, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT CAST(COALESCE(SUM(CASE WHEN name = $2 THEN counted ELSE 0 END), 0) AS BIGINT) AS of_name,

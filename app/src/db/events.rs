@@ -95,7 +95,7 @@ async fn list_page(
     size: usize,
 ) -> Result<EventPage, QueryError> {
     let statement = page_statement(db, filter, cursor, size)?;
-    let rows = db.conn.query_all_raw(statement).await?;
+    let rows = db.dashboard.query_all_raw(statement).await?;
     page_of(&rows, size)
 }
 
@@ -224,7 +224,7 @@ pub async fn failed_ids(
         limit + 1
     );
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(db.backend(), sql, c.values))
         .await?;
     Ok(rows
@@ -259,7 +259,7 @@ pub struct StoredDelivery {
 }
 
 pub async fn stored_delivery(db: &Db, id: i64) -> Result<Option<StoredDelivery>, DbErr> {
-    stored_delivery_on(&db.conn, id).await
+    stored_delivery_on(&db.dashboard, id).await
 }
 
 /// [`stored_delivery`] on a given connection or transaction.
@@ -297,7 +297,7 @@ pub async fn revision_holder(
     revision: i64,
 ) -> Result<Option<(String, Option<i64>)>, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT i.event_id AS event_id,
@@ -316,7 +316,7 @@ pub async fn deliveries_of(db: &Db, source: &str, event_id: &str) -> Result<Vec<
         "SELECT {EVENT_COLUMNS} FROM webhook_events WHERE event_id = $1 AND source = $2 ORDER BY id LIMIT 200"
     );
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             sql,

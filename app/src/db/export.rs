@@ -157,7 +157,7 @@ pub async fn places(
     let rows = if searches(filter) {
         super::search_bounds::query_within(db, statement, deadline).await?
     } else {
-        db.conn.query_all_raw(statement).await?
+        db.dashboard.query_all_raw(statement).await?
     };
     rows.iter()
         .map(|r| {
@@ -200,7 +200,7 @@ pub async fn rows(db: &Db, ids: &[i64]) -> Result<Vec<ExportRow>, QueryError> {
     );
     let values = ids.iter().map(|&id| id.into()).collect::<Vec<_>>();
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(db.backend(), sql, values))
         .await?;
     Ok(rows

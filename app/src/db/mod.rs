@@ -87,7 +87,7 @@ pub struct Db {
     /// [`DASHBOARD_STATEMENT_TIMEOUT`] and whose lock waits after [`DASHBOARD_LOCK_TIMEOUT`], so
     /// a flood of sign-ins or heavy pages can neither take the connections deliveries need nor
     /// hold locks they wait for.
-    pub conn: DatabaseConnection,
+    pub dashboard: DatabaseConnection,
     /// Where ingest transactions run (`ingest::begin`), and replays, maintenance and migrations:
     /// `HOOKBOX_DB_POOL_SIZE` connections (16) on PostgreSQL. SQLite lets one writer in at a
     /// time, so there it is a pool of one connection: deliveries queue for it in the pool, woken
@@ -102,7 +102,7 @@ pub struct Db {
 
 impl Db {
     pub fn backend(&self) -> DatabaseBackend {
-        self.conn.get_database_backend()
+        self.dashboard.get_database_backend()
     }
 }
 
@@ -164,7 +164,7 @@ impl Db {
         // A difference of the pools, not of SQL (`dialect`): which connection, not which words.
         if self.backend() == DatabaseBackend::Postgres {
             return Ok(DashboardWriter {
-                conn: &self.conn,
+                conn: &self.dashboard,
                 _slot: None,
             });
         }
@@ -185,7 +185,7 @@ impl Db {
         // A difference of the pools, not of SQL (`dialect`).
         match self.backend() {
             DatabaseBackend::Postgres => &self.writer,
-            _ => &self.conn,
+            _ => &self.dashboard,
         }
     }
 
@@ -231,7 +231,7 @@ impl Db {
                 .map_err(sqlx_err)?;
             Db {
                 writer: SqlxPostgresConnector::from_sqlx_postgres_pool(writer),
-                conn: SqlxPostgresConnector::from_sqlx_postgres_pool(conn),
+                dashboard: SqlxPostgresConnector::from_sqlx_postgres_pool(conn),
                 warm: Some(warm),
             }
         } else if url.starts_with("sqlite:") {
@@ -258,7 +258,7 @@ impl Db {
             let conn = pool(pools.ingest.unwrap_or(8)).await.map_err(sqlx_err)?;
             let writer = pool(1).await.map_err(sqlx_err)?;
             Db {
-                conn: SqlxSqliteConnector::from_sqlx_sqlite_pool(conn),
+                dashboard: SqlxSqliteConnector::from_sqlx_sqlite_pool(conn),
                 writer: SqlxSqliteConnector::from_sqlx_sqlite_pool(writer),
                 warm: None,
             }

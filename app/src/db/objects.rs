@@ -22,7 +22,7 @@ pub const DELIVERIES_LIMIT: usize = 100;
 /// Whether any archived delivery is about the object.
 pub async fn has_deliveries(db: &Db, source: &str, object_id: &str) -> Result<bool, DbErr> {
     Ok(db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT 1 AS found FROM webhook_events WHERE object_id = $2 AND source = $1 LIMIT 1",
@@ -45,7 +45,7 @@ pub async fn forwarded(
     object_id: &str,
 ) -> Result<(Vec<crate::model::ForwardRow>, bool), DbErr> {
     let ids = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -69,7 +69,7 @@ pub async fn forwarded(
 /// source's events are (for a source no longer configured, whose mode is not known otherwise).
 pub async fn has_unrevisioned(db: &Db, source: &str, object_id: &str) -> Result<bool, DbErr> {
     Ok(db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT 1 AS found FROM webhook_inbox WHERE source = $1 AND object_id = $2 AND revision IS NULL LIMIT 1",
@@ -89,7 +89,7 @@ pub async fn accepted_deliveries(
     limit: usize,
 ) -> Result<ObjectDeliveries, DbErr> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -127,7 +127,7 @@ pub async fn object_history(
     let dialect = Dialect::of(db.backend());
     let snapshot = dialect.json_text("snapshot");
     let current = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             format!("SELECT revision, {snapshot} AS snapshot, updated_at FROM object_state WHERE source = $1 AND object_id = $2"),
@@ -150,7 +150,7 @@ pub async fn object_history(
         dialect.text_bytes(&text)
     );
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -323,7 +323,7 @@ pub async fn current_object(
 ) -> Result<Option<CurrentObject>, DbErr> {
     let snapshot = Dialect::of(db.backend()).json_text("o.snapshot");
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -365,7 +365,7 @@ pub async fn revisions_page(
     limit: usize,
 ) -> Result<(Vec<AcceptedRevision>, bool), DbErr> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(

@@ -134,7 +134,7 @@ fn to_fill(counted: Option<(i64, i64)>, need: (i64, i64)) -> (Vec<(i64, i64)>, (
 pub async fn roll_up(db: &Db, first: i64, end: i64, now: DateTime<Utc>) -> Result<(), DbErr> {
     let backend = db.backend();
     let counted = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             backend,
             "SELECT first_quarter, end_quarter FROM archive_quarters_counted WHERE id = 1",
@@ -228,7 +228,7 @@ pub async fn volume(
     // The chart: (quarter, status, n), from the rollup and the minutes since.
     let quarter = quarter_sql(backend);
     let by_quarter = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             backend,
             format!(
@@ -269,7 +269,7 @@ pub async fn volume(
 
     // The tables: per source and status, over the 24 hours and the 7 days.
     let by_source = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             backend,
             format!(
@@ -313,7 +313,7 @@ pub async fn overview(db: &Db, sources_configured: usize, zone: Tz) -> Result<Ov
     let now = Utc::now();
     let (by_source_24h, by_source_7d, volume) = volume(db, zone, now).await?;
     let has_events = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT id FROM webhook_events LIMIT 1",

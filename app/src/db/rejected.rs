@@ -173,7 +173,7 @@ pub async fn list(
         limit + 1
     );
     let found = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(db.backend(), sql, c.values))
         .await?;
     let mut rows = found
@@ -208,7 +208,7 @@ pub async fn list(
 /// Refusals since `since` by source (bucket) and reason, the most first.
 pub async fn counts_since(db: &Db, since: DateTime<Utc>) -> Result<Vec<RejectedCount>, DbErr> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             "SELECT bucket, reason, count(*) AS n FROM rejected_requests

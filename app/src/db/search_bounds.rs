@@ -131,7 +131,7 @@ pub async fn query_within(
     // `statement_timeout`; on SQLite a progress handler on the connection.
     match db.backend() {
         DatabaseBackend::Postgres => {
-            let txn = db.conn.begin().await?;
+            let txn = db.dashboard.begin().await?;
             txn.execute_unprepared(&format!(
                 "SET LOCAL statement_timeout = {}",
                 deadline.as_millis().max(1)
@@ -154,7 +154,7 @@ pub async fn query_within(
             }
         }
         _ => {
-            let pool = db.conn.get_sqlite_connection_pool();
+            let pool = db.dashboard.get_sqlite_connection_pool();
             let conn = pool.acquire().await.map_err(sqlx_err)?;
             let mut run = Interruptible {
                 conn: Some(conn),

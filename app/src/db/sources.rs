@@ -125,7 +125,7 @@ pub async fn activity(db: &Db, source: &str, now: DateTime<Utc>) -> Result<Activ
 
 async fn newest(db: &Db, source: &str) -> Result<Option<DateTime<Utc>>, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             NEWEST,
@@ -151,7 +151,7 @@ async fn look(
         rows.push(format!("({k}, ${})", values.len()));
     }
     let found = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -215,7 +215,7 @@ pub async fn recent_failures(
     now: DateTime<Utc>,
 ) -> Result<(u32, u32), DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             format!(

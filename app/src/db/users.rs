@@ -47,7 +47,7 @@ pub async fn upsert_user(
 
 pub async fn find_user(db: &Db, name: &str) -> Result<Option<UserRecord>, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(statement(
             db,
             "SELECT id, name, password_hash, role FROM users WHERE name = $1",
@@ -60,7 +60,7 @@ pub async fn find_user(db: &Db, name: &str) -> Result<Option<UserRecord>, DbErr>
 
 pub async fn count_users(db: &Db) -> Result<i64, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(statement(db, "SELECT count(*) AS users FROM users", vec![]))
         .await?;
     Ok(row
@@ -72,7 +72,7 @@ pub async fn count_users(db: &Db) -> Result<i64, DbErr> {
 /// (name, role, created_at) of every user.
 pub async fn list_users(db: &Db) -> Result<Vec<(String, Role, DateTime<Utc>)>, DbErr> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(statement(
             db,
             "SELECT name, role, created_at FROM users ORDER BY name",
@@ -121,7 +121,7 @@ pub async fn insert_session_on<C: ConnectionTrait>(
 /// The user of a live (unexpired, unrevoked) session.
 pub async fn session_user(db: &Db, token_hash: &str) -> Result<Option<UserRecord>, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(statement(
             db,
             "SELECT u.id, u.name, u.password_hash, u.role FROM sessions s JOIN users u ON u.id = s.user_id

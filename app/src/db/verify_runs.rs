@@ -16,7 +16,7 @@ struct VerifyRunRecord {
 /// The newest recorded run, for the dashboard.
 pub async fn last_run(db: &Db) -> Result<Option<VerifyRun>, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT ran_at, drift_count, repaired, summary FROM verify_runs ORDER BY ran_at DESC, id DESC LIMIT 1", vec![]))

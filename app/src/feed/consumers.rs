@@ -276,7 +276,7 @@ async fn owned_by(db: &Db, owner: Option<i64>) -> Result<i64, DbErr> {
         return Ok(0);
     };
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT count(*) AS n FROM feed_consumers WHERE owner_token_id = $1",
@@ -292,7 +292,7 @@ async fn owned_by(db: &Db, owner: Option<i64>) -> Result<i64, DbErr> {
 /// The consumer of that name.
 pub async fn get(db: &Db, name: &str) -> Result<Option<Consumer>, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             format!("SELECT {COLUMNS} FROM feed_consumers WHERE name = $1"),
@@ -305,7 +305,7 @@ pub async fn get(db: &Db, name: &str) -> Result<Option<Consumer>, DbErr> {
 /// Every consumer, by name (at most [`MAX_CONSUMERS`]).
 pub async fn list(db: &Db) -> Result<Vec<Consumer>, DbErr> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!("SELECT {COLUMNS} FROM feed_consumers ORDER BY name LIMIT {MAX_CONSUMERS}"),

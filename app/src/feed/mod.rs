@@ -282,7 +282,9 @@ pub async fn record_purged<C: ConnectionTrait>(conn: &C, through: Cursor) -> Res
 
 /// The earliest cursor still served: after the last purged place, or the start.
 pub async fn earliest(db: &Db) -> Result<Cursor, DbErr> {
-    Ok(purged_through(&db.conn).await?.unwrap_or(Cursor::START))
+    Ok(purged_through(&db.dashboard)
+        .await?
+        .unwrap_or(Cursor::START))
 }
 
 /// The cursor after every item served now (whatever its selection): where `seek latest` goes.
@@ -297,7 +299,7 @@ pub async fn latest(db: &Db) -> Result<Cursor, DbErr> {
 async fn latest_served(db: &Db) -> Result<Option<Cursor>, DbErr> {
     let dialect = Dialect::of(db.backend());
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -331,7 +333,7 @@ async fn latest_served_of(db: &Db, sources: &[String]) -> Result<Option<Cursor>,
         )
     };
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -358,7 +360,7 @@ async fn latest_served_of(db: &Db, sources: &[String]) -> Result<Option<Cursor>,
 /// or [`latest`] when none was.
 pub async fn at_time(db: &Db, at: DateTime<Utc>) -> Result<Cursor, DbErr> {
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             "SELECT feed_tx, id FROM webhook_events WHERE received_at >= $1
@@ -381,7 +383,7 @@ pub async fn read(
     selection: &Selection,
     limit: usize,
 ) -> Result<Page, FeedError> {
-    let purged = purged_through(&db.conn).await?;
+    let purged = purged_through(&db.dashboard).await?;
     let after = match (after, purged) {
         (Some(after), Some(purged)) if after < purged => {
             return Err(FeedError::Gone { oldest: purged });
@@ -408,7 +410,7 @@ pub async fn read(
     let conditions = selection.conditions(dialect, &mut values);
     values.push(i64::try_from(limit).unwrap_or(500).into());
     let places = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -441,7 +443,7 @@ pub async fn read(
         });
     }
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(

@@ -23,7 +23,7 @@ pub const NEWS_ROWS: usize = 2000;
 pub async fn news(db: &Db, after: Cursor) -> Result<(Vec<Kind>, Cursor, bool), DbErr> {
     let dialect = Dialect::of(db.backend());
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
@@ -64,7 +64,7 @@ pub async fn held_back(db: &Db, after: Cursor) -> Result<bool, DbErr> {
         return Ok(false);
     }
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             format!(

@@ -49,7 +49,7 @@ pub struct Backlog {
 /// never takes a connection deliveries need).
 pub async fn backlog(db: &Db) -> Result<Vec<Backlog>, DbErr> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(

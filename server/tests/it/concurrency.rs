@@ -158,7 +158,7 @@ async fn a_delivery_committed_before_its_connection_closed_is_a_duplicate_on_ret
     )
     .await
     .expect("first");
-    first_pool.conn.close().await.expect("close");
+    first_pool.dashboard.close().await.expect("close");
 
     let retry = ingest::apply_delivery(
         &test_db.db,
@@ -295,7 +295,12 @@ async fn sqlite_is_never_locked_under_concurrent_writers() {
         count(&app.db, "SELECT count(*) FROM webhook_inbox").await,
         64
     );
-    let _ = app.db.conn.begin().await.expect("the pool is still usable");
+    let _ = app
+        .db
+        .dashboard
+        .begin()
+        .await
+        .expect("the pool is still usable");
 }
 
 /// The lock-order reasoning above assumes READ COMMITTED. hookbox asks for it on every connection,
@@ -305,7 +310,7 @@ async fn ingest_transactions_are_read_committed_whatever_the_database_default() 
     let test_db = test_db(Backend::Postgres).await;
     let name: String = test_db
         .db
-        .conn
+        .dashboard
         .query_one_raw(Statement::from_string(
             test_db.db.backend(),
             "SELECT current_database()",
@@ -317,7 +322,7 @@ async fn ingest_transactions_are_read_committed_whatever_the_database_default() 
         .expect("a name");
     test_db
         .db
-        .conn
+        .dashboard
         .execute_unprepared(&format!(
             "ALTER DATABASE \"{name}\" SET default_transaction_isolation = 'serializable'"
         ))
@@ -328,7 +333,7 @@ async fn ingest_transactions_are_read_committed_whatever_the_database_default() 
         let txn = if with_hookbox {
             ingest::begin(&db).await.expect("begin")
         } else {
-            db.conn.begin().await.expect("begin")
+            db.dashboard.begin().await.expect("begin")
         };
         let level: String = txn
             .query_one_raw(Statement::from_string(
@@ -350,7 +355,7 @@ async fn ingest_transactions_are_read_committed_whatever_the_database_default() 
         isolation(
             Db {
                 writer: plain.clone(),
-                conn: plain,
+                dashboard: plain,
                 warm: None,
             },
             false

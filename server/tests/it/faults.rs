@@ -31,7 +31,7 @@ async fn sigterm_lets_a_delivery_in_flight_commit_and_answer_then_exits_0() {
     assert_eq!(first, Some((200, "applied".into())));
 
     // The test holds order-1's projection row, so the next delivery waits inside its transaction.
-    let lock = db.conn.begin().await.expect("begin");
+    let lock = db.dashboard.begin().await.expect("begin");
     lock.execute_raw(Statement::from_string(
         DatabaseBackend::Postgres,
         "SELECT revision FROM object_state WHERE object_id = 'order-1' FOR UPDATE",

@@ -67,7 +67,7 @@ async fn the_metrics_show_the_last_purge_and_the_last_verify_run(backend: Backen
     let app = spawn_app(backend).await;
     app.send("shop", &event("e1", "o1", 1, "{}")).await;
     app.db
-        .conn
+        .dashboard
         .execute_unprepared("UPDATE object_state SET revision = 7 WHERE object_id = 'o1'")
         .await
         .expect("a drifted projection row");

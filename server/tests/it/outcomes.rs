@@ -342,7 +342,7 @@ async fn every_delivery_is_archived_with_headers_and_raw_body_and_credentials_re
     );
     let stored_body = app
         .db
-        .conn
+        .dashboard
         .query_one_raw(sea_orm::Statement::from_string(
             app.db.backend(),
             "SELECT body FROM webhook_events",

@@ -39,7 +39,7 @@ struct Row {
 
 async fn rows(db: &app::db::Db) -> Vec<Row> {
     let found = db
-        .conn
+        .dashboard
         .query_all_raw(sea_orm::Statement::from_string(
             db.backend(),
             "SELECT bucket, source, reason, cause, client_address, headers, body_bytes, body_sha256,
@@ -485,7 +485,7 @@ async fn stored_row_bytes(db: &app::db::Db) -> Vec<i64> {
              FROM rejected_requests ORDER BY id"
         }
     };
-    db.conn
+    db.dashboard
         .query_all_raw(sea_orm::Statement::from_string(db.backend(), sql))
         .await
         .unwrap()

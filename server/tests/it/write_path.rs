@@ -351,7 +351,7 @@ async fn an_archive_row_with_an_unknown_outcome_is_an_error_when_read(backend: B
     record(db, &config, &shop(E1), Way::Route).await;
     // The check constraint keeps such a row out of the table; a query can still answer one.
     let row = db
-        .conn
+        .dashboard
         .query_one_raw(Statement::from_string(
             db.backend(),
             "SELECT 'teleported' AS outcome",

@@ -101,8 +101,8 @@ pub async fn deliveries(
         limit + 1
     );
     let rows = db
-        .conn
-        .query_all_raw(statement(&db.conn, &sql, c.values))
+        .dashboard
+        .query_all_raw(statement(&db.dashboard, &sql, c.values))
         .await?;
     let mut rows = rows
         .iter()
@@ -112,7 +112,7 @@ pub async fn deliveries(
         rows.truncate(limit);
         rows.last().map(|r| r.id.to_string())
     });
-    let rows = with_attempts(&db.conn, rows).await?;
+    let rows = with_attempts(&db.dashboard, rows).await?;
     Ok((rows, next.flatten()))
 }
 
@@ -127,9 +127,9 @@ pub async fn produced_by(db: &Db, archive_ids: &[i64]) -> Result<Vec<ForwardRow>
     }
     let placeholders: Vec<String> = (1..=archive_ids.len()).map(|i| format!("${i}")).collect();
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(statement(
-            &db.conn,
+            &db.dashboard,
             format!(
                 "SELECT {DELIVERY_COLUMNS} FROM forward_deliveries WHERE archive_id IN ({}) ORDER BY id LIMIT {PRODUCED_LIMIT}",
                 placeholders.join(", ")
@@ -141,7 +141,7 @@ pub async fn produced_by(db: &Db, archive_ids: &[i64]) -> Result<Vec<ForwardRow>
         .iter()
         .map(|r| Delivery::from_query_result(r, ""))
         .collect::<Result<Vec<_>, _>>()?;
-    with_attempts(&db.conn, rows).await
+    with_attempts(&db.dashboard, rows).await
 }
 
 async fn with_attempts(

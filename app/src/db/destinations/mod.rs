@@ -67,8 +67,8 @@ pub async fn dead_counts(db: &Db, destinations: &[&str]) -> Result<Vec<i64>, DbE
          WHERE status = 'dead' AND destination IN ({placeholders}) GROUP BY destination"
     );
     let values = destinations.iter().map(|d| (*d).into()).collect();
-    let counts = Dead::find_by_statement(statement(&db.conn, &sql, values))
-        .all(&db.conn)
+    let counts = Dead::find_by_statement(statement(&db.dashboard, &sql, values))
+        .all(&db.dashboard)
         .await?;
     Ok(destinations
         .iter()
@@ -88,7 +88,7 @@ pub async fn summaries(
     db: &Db,
     configured: &[(String, String)],
 ) -> Result<Vec<DestinationSummary>, DbErr> {
-    let conn = &db.conn;
+    let conn = &db.dashboard;
     let now = Utc::now();
     let backlog = conn
         .query_all_raw(statement(

@@ -44,7 +44,7 @@ pub async fn attempts_by_hour(
         .map(|i| current - Duration::hours(i))
         .collect();
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             "SELECT a.started_at, a.duration_ms, a.status_code

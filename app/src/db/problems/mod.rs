@@ -186,7 +186,7 @@ async fn groups(
     limit: usize,
 ) -> Result<(Vec<ProblemGroup>, i64, i64), DbErr> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             grouped(f, which, Some(limit)),
@@ -260,7 +260,7 @@ async fn example_messages(db: &Db, groups: &mut [&mut ProblemGroup]) -> Result<(
             continue;
         }
         let rows = db
-            .conn
+            .dashboard
             .query_all_raw(crate::db::statement(
                 db.backend(),
                 format!(
@@ -317,7 +317,7 @@ async fn open_by(db: &Db, f: &Failures) -> Result<Vec<(String, OpenProblems)>, D
         grouped(f, Which::Open, None)
     );
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(db.backend(), sql, vec![]))
         .await?;
     rows.iter()

@@ -231,7 +231,7 @@ pub async fn settled(db: &Db, page: u32) -> Result<SettledPage, DbErr> {
         ProblemState::Ignored.as_str()
     );
     let total = db
-        .conn
+        .dashboard
         .query_one_raw(crate::db::statement(
             db.backend(),
             format!("SELECT count(*) AS n FROM problem_states WHERE {states}"),
@@ -240,7 +240,7 @@ pub async fn settled(db: &Db, page: u32) -> Result<SettledPage, DbErr> {
         .await?
         .map_or(Ok(0), |r| r.try_get::<i64>("", "n"))?;
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(

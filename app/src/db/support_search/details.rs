@@ -27,7 +27,7 @@ async fn query(db: &Db, sql: String, values: Vec<Value>) -> Result<Vec<QueryResu
     if sql.is_empty() {
         return Ok(Vec::new());
     }
-    db.conn
+    db.dashboard
         .query_all_raw(crate::db::statement(db.backend(), sql, values))
         .await
 }

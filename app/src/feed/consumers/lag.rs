@@ -62,13 +62,13 @@ pub async fn lags(db: &Db, consumers: &[Consumer]) -> Result<Vec<Lag>, DbErr> {
     let rows = if dialect == Dialect::Postgres {
         // Without statistics a hundred parts estimate as one costly plan, and PostgreSQL's JIT
         // then spends longer compiling it (past the statement timeout) than the reads take.
-        let txn = db.conn.begin().await?;
+        let txn = db.dashboard.begin().await?;
         txn.execute_unprepared("SET LOCAL jit = off").await?;
         let rows = txn.query_all_raw(statement).await?;
         txn.commit().await?;
         rows
     } else {
-        db.conn.query_all_raw(statement).await?
+        db.dashboard.query_all_raw(statement).await?
     };
     let now = Utc::now();
     let mut lags = vec![Lag::default(); consumers.len()];

@@ -39,7 +39,7 @@ async fn archive(
     received: DateTime<Utc>,
     replay_of: Option<i64>,
 ) -> i64 {
-    db.conn
+    db.dashboard
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at, replay_of)

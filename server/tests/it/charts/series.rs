@@ -8,7 +8,7 @@ use app::model::AttemptBar;
 
 /// A delivered forward delivery of `destination`; returns its id.
 async fn delivery(db: &Db, destination: &str, event_id: &str) -> i64 {
-    db.conn
+    db.dashboard
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "INSERT INTO forward_deliveries (destination, source, event_id, status, attempts,
@@ -31,7 +31,7 @@ async fn attempt(
     ms: i64,
     status: Option<i32>,
 ) {
-    db.conn
+    db.dashboard
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "INSERT INTO forward_attempts (delivery_id, attempt, started_at, duration_ms, status_code)
@@ -124,7 +124,7 @@ async fn one_reading_of_a_busy_destination_takes_its_newest_attempts_up_to_the_b
             .iter()
             .map(|n| (start + chrono::Duration::seconds(*n)).into())
             .collect();
-        db.conn
+        db.dashboard
             .execute_raw(Statement::from_sql_and_values(
                 db.backend(),
                 format!(

@@ -120,7 +120,7 @@ async fn sessions_expire_and_can_be_revoked() {
     );
     // The only session so far reaches its expiry.
     sea_orm::ConnectionTrait::execute_unprepared(
-        &app.db.conn,
+        &app.db.dashboard,
         "UPDATE sessions SET expires_at = now() - interval '1 second'",
     )
     .await
@@ -413,7 +413,7 @@ async fn secret_headers_never_reach_the_archive_a_viewer_or_a_curl_command(backe
         .await
         .expect("archived");
     sea_orm::ConnectionTrait::execute_raw(
-        &app.db.conn,
+        &app.db.dashboard,
         sea_orm::Statement::from_sql_and_values(
             app.db.backend(),
             update,

@@ -7,7 +7,7 @@ use super::*;
 async fn pages_render_over_100_000_archived_deliveries() {
     let app = spawn_app(Backend::Postgres).await;
     sea_orm::ConnectionTrait::execute_unprepared(
-        &app.db.conn,
+        &app.db.dashboard,
         "INSERT INTO webhook_events (source, event_id, object_id, revision, status, outcome, error_message, headers, body, received_at)
          SELECT 'shop', 'seed-' || g, 'order-' || (g % 10000), 1 + g / 10000,
                 CASE WHEN g % 20 = 0 THEN 'failed' WHEN g % 5 = 0 THEN 'skipped' ELSE 'processed' END,
@@ -78,7 +78,7 @@ async fn the_overview_counts_by_source_status_and_day(backend: Backend) {
         ),
     ];
     for (source, status, outcome, at) in rows {
-        db.conn
+        db.dashboard
             .execute_raw(Statement::from_sql_and_values(
                 db.backend(),
                 "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
@@ -186,7 +186,7 @@ async fn the_overview_counts_by_source_status_and_day(backend: Backend) {
             .count() as i64,
         "{backend:?}: the rollup of {three_days_ago}"
     );
-    db.conn
+    db.dashboard
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
@@ -242,7 +242,7 @@ async fn a_search_by_object_or_event_id_pages_through_every_match(backend: Backe
         } else {
             "applied"
         };
-        db.conn
+        db.dashboard
                 .execute_raw(Statement::from_sql_and_values(
                     db.backend(),
                     "INSERT INTO webhook_events (source, event_id, object_id, status, outcome, headers, body, received_at)

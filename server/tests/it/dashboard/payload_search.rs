@@ -247,7 +247,7 @@ async fn endless_statement_is_gone(db: &app::db::Db) -> bool {
             running == 0
         }
         _ => {
-            let pool = db.conn.get_sqlite_connection_pool();
+            let pool = db.dashboard.get_sqlite_connection_pool();
             let mut held = Vec::new();
             for _ in 0..pool.options().get_max_connections() {
                 held.push(pool.acquire().await.unwrap());

@@ -410,7 +410,7 @@ async fn a_replay_the_database_refuses_is_422_and_writes_nothing(backend: Backen
         }
     };
     app.db
-        .conn
+        .dashboard
         .execute_unprepared(refuse)
         .await
         .expect("add the refusal");

@@ -217,7 +217,7 @@ async fn send_events(addrs: &[SocketAddr], n: usize) -> usize {
 /// Rows of integer columns.
 async fn ints(db: &app::db::Db, sql: &str) -> Vec<Vec<i64>> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(Statement::from_string(DatabaseBackend::Postgres, sql))
         .await
         .expect("query");

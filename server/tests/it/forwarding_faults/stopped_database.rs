@@ -44,7 +44,7 @@ async fn a_stopped_database_makes_the_forwarder_wait_and_resume_never_marking_de
         "attempts held, the others recorded and put off",
         Duration::from_secs(20),
         async || {
-            db.conn
+            db.dashboard
                 .execute_raw(Statement::from_string(
                     DatabaseBackend::Postgres,
                     format!(

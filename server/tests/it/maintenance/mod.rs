@@ -48,7 +48,10 @@ async fn deliver(db: &Db, body: &str, at: DateTime<Utc>, replay_of: Option<i64>)
 }
 
 async fn execute(db: &Db, sql: &str) {
-    db.conn.execute_unprepared(sql).await.expect("statement");
+    db.dashboard
+        .execute_unprepared(sql)
+        .await
+        .expect("statement");
 }
 
 fn cutoff() -> DateTime<Utc> {

@@ -33,7 +33,7 @@ async fn purge_deletes_only_archive_rows_older_than_the_retention_in_batches(bac
     .await;
     assert_eq!(replay.outcome, Outcome::Duplicate);
 
-    let one_batch = purge_batch(&db.conn, cutoff(), 40)
+    let one_batch = purge_batch(&db.dashboard, cutoff(), 40)
         .await
         .expect("one batch");
     let rest = purge_archive(db, cutoff(), 40).await.expect("purge");

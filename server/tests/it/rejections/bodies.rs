@@ -212,7 +212,7 @@ async fn a_delivery_the_database_refuses_is_422_and_archived_not_503(backend: Ba
                                 WHEN NEW.event_id = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
         };
     app.db
-        .conn
+        .dashboard
         .execute_unprepared(refuse)
         .await
         .expect("add the refusal");

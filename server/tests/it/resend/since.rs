@@ -169,7 +169,7 @@ async fn one_resend_creates_at_most_its_bound_and_the_next_takes_the_rest(backen
     let now = chrono::Utc::now();
     // Paused, so the copies wait instead of reaching the receiver.
     let db = &app.db;
-    db.conn
+    db.dashboard
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             "INSERT INTO forward_destinations (destination, paused_at, paused_by) VALUES ('orders-app', $1, 'test')",
@@ -184,7 +184,7 @@ async fn one_resend_creates_at_most_its_bound_and_the_next_takes_the_rest(backen
             "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < {rows}) SELECT n FROM g"
         ),
     };
-    db.conn
+    db.dashboard
         .execute_raw(Statement::from_sql_and_values(
             db.backend(),
             format!(

@@ -20,13 +20,19 @@ async fn the_dashboards_connections_cannot_starve_deliveries_and_give_up_on_lock
     // Every dashboard connection taken, as a flood of sign-ins or heavy pages would.
     let max = app
         .db
-        .conn
+        .dashboard
         .get_postgres_connection_pool()
         .options()
         .get_max_connections();
     let mut held = Vec::new();
     for _ in 0..max {
-        held.push(app.db.conn.begin().await.expect("a dashboard connection"));
+        held.push(
+            app.db
+                .dashboard
+                .begin()
+                .await
+                .expect("a dashboard connection"),
+        );
     }
     let started = Instant::now();
     let delivery = app.send("shop", &event("e2", "o1", 2, "{}")).await;
@@ -50,7 +56,7 @@ async fn the_dashboards_connections_cannot_starve_deliveries_and_give_up_on_lock
     let started = Instant::now();
     let waited = app
         .db
-        .conn
+        .dashboard
         .execute_raw(Statement::from_string(
             app.db.backend(),
             "UPDATE object_state SET updated_at = updated_at WHERE object_id = 'o1'",
@@ -65,7 +71,7 @@ async fn the_dashboards_connections_cannot_starve_deliveries_and_give_up_on_lock
     );
     let timeout: String = app
         .db
-        .conn
+        .dashboard
         .query_one_raw(Statement::from_string(
             app.db.backend(),
             "SHOW statement_timeout",

@@ -11,7 +11,7 @@ async fn audit_rows_older_than_the_audit_retention_are_purged(backend: Backend) 
     let at = |days: i64| chrono::Utc::now() - chrono::Duration::days(days);
     for (actor, days) in [("old", 400), ("older", 800), ("recent", 10)] {
         auth::audit_on(
-            &db.db.conn,
+            &db.db.dashboard,
             auth::AuditEntry {
                 actor,
                 action: app::model::AuditAction::SignIn,
@@ -24,7 +24,7 @@ async fn audit_rows_older_than_the_audit_retention_are_purged(backend: Backend) 
         .await
         .expect("audit");
         db.db
-            .conn
+            .dashboard
             .execute_raw(Statement::from_sql_and_values(
                 db.db.backend(),
                 "UPDATE audit_log SET at = $1 WHERE actor = $2",

@@ -115,7 +115,7 @@ async fn every_source_is_listed_with_its_endpoint_scheme_and_newest_delivery(bac
     assert_eq!(shop.received_24h, 2);
     let newest_stored: DateTime<Utc> = app
         .db
-        .conn
+        .dashboard
         .query_one_raw(Statement::from_sql_and_values(
             app.db.backend(),
             "SELECT received_at FROM webhook_events WHERE id = $1",
@@ -224,7 +224,7 @@ async fn the_count_is_the_overviews_and_the_newest_is_one_index_seek(backend: Ba
     // However large the archive, the newest delivery is read from the index, not the table.
     let plan: Vec<String> = match backend {
         Backend::Postgres => {
-            let txn = sea_orm::TransactionTrait::begin(&app.db.conn)
+            let txn = sea_orm::TransactionTrait::begin(&app.db.dashboard)
                 .await
                 .expect("begin");
             txn.execute_unprepared("SET LOCAL enable_seqscan = off")
@@ -244,7 +244,7 @@ async fn the_count_is_the_overviews_and_the_newest_is_one_index_seek(backend: Ba
         }
         Backend::Sqlite => app
             .db
-            .conn
+            .dashboard
             .query_all_raw(Statement::from_sql_and_values(
                 app.db.backend(),
                 format!("EXPLAIN QUERY PLAN {}", app::db::sources::NEWEST),

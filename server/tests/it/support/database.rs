@@ -102,7 +102,7 @@ async fn migrated_template(admin: &mut PgConnection, cluster: &str) -> String {
             .await
             .expect("migrate the template");
         db.writer.close().await.ok();
-        db.conn.close().await.ok();
+        db.dashboard.close().await.ok();
         execute(
             admin,
             &format!("ALTER DATABASE {building} WITH ALLOW_CONNECTIONS false"),

@@ -6,7 +6,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, Value};
 
 /// One integer from a query (`count(*)`, a revision).
 pub async fn scalar(db: &Db, sql: &str, values: Vec<Value>) -> Option<i64> {
-    db.conn
+    db.dashboard
         .query_one_raw(Statement::from_sql_and_values(db.backend(), sql, values))
         .await
         .expect("query")
@@ -19,7 +19,7 @@ pub async fn count(db: &Db, sql: &str) -> i64 {
 
 /// Runs one statement (setting up what no request can, such as an expired token).
 pub async fn execute(db: &Db, sql: &str, values: Vec<Value>) {
-    db.conn
+    db.dashboard
         .execute_raw(Statement::from_sql_and_values(db.backend(), sql, values))
         .await
         .expect("statement");
@@ -27,7 +27,7 @@ pub async fn execute(db: &Db, sql: &str, values: Vec<Value>) {
 
 /// One bytes column of the first row (an archived body).
 pub async fn bytes(db: &Db, sql: &str) -> Vec<u8> {
-    db.conn
+    db.dashboard
         .query_one_raw(Statement::from_string(db.backend(), sql))
         .await
         .expect("query")
@@ -38,7 +38,7 @@ pub async fn bytes(db: &Db, sql: &str) -> Vec<u8> {
 /// Rows of text columns.
 pub async fn texts(db: &Db, sql: &str, values: Vec<Value>) -> Vec<Vec<Option<String>>> {
     let rows = db
-        .conn
+        .dashboard
         .query_all_raw(Statement::from_sql_and_values(db.backend(), sql, values))
         .await
         .expect("query");
