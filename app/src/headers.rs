@@ -173,6 +173,26 @@ pub fn resent(class: HeaderClass, role: Role) -> bool {
     }
 }
 
+/// Header pairs as the text of a JSON object, in the pairs' order, each name and value a JSON
+/// string: how the archive and the refused-requests log store headers ([`stored_headers`]
+/// reads them back).
+pub fn headers_json<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut out = Vec::with_capacity(256);
+    out.push(b'{');
+    for (i, (name, value)) in pairs.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, name);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut out, value);
+    }
+    out.push(b'}');
+    // Only JSON's own bytes and escaped strings were written.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// A stored header object (the archive's `headers`, the refused-requests log's) as name/value
 /// pairs in stored order. Anything but a JSON object is nothing.
 pub fn stored_headers(headers_json: &str) -> Vec<(String, String)> {

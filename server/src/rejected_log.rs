@@ -237,8 +237,7 @@ fn bounded(mut row: NewRejected) -> NewRejected {
 /// [`HEADER_VALUE_BYTES`]), every other one `[redacted, N bytes]`, names cut to
 /// [`HEADER_NAME_BYTES`], at most [`HEADERS_KEPT`] names and a count of the rest under `…`.
 pub fn logged_headers(headers: &HeaderMap, source: Option<&app::config::Source>) -> String {
-    use app::headers::{HeaderClass, classify, redacted};
-    use serde_json::Value;
+    use app::headers::{HeaderClass, classify, headers_json, redacted};
     let classified: Vec<(&str, bool)> = headers
         .keys()
         .map(|name| {
@@ -250,7 +249,8 @@ pub fn logged_headers(headers: &HeaderMap, source: Option<&app::config::Source>)
         .iter()
         .filter(|(_, safe)| *safe)
         .chain(classified.iter().filter(|(_, safe)| !*safe));
-    let mut map = serde_json::Map::new();
+    // Kept in the order of their names, as the archive keeps headers.
+    let mut map = std::collections::BTreeMap::new();
     // `{}` and, for the summary, room kept from the start.
     let mut size = 2 + SUMMARY_BYTES;
     let (mut more, mut more_bytes) = (0usize, 0usize);
@@ -276,15 +276,15 @@ pub fn logged_headers(headers: &HeaderMap, source: Option<&app::config::Source>)
             continue;
         }
         size += entry;
-        map.insert(key, Value::String(value));
+        map.insert(key, value);
     }
     if more > 0 {
         map.insert(
             "…".into(),
-            Value::String(format!("{more} more headers ({more_bytes} bytes) not kept")),
+            format!("{more} more headers ({more_bytes} bytes) not kept"),
         );
     }
-    Value::Object(map).to_string()
+    headers_json(map.iter().map(|(n, v)| (n.as_str(), v.as_str())))
 }
 
 /// The length of `text` as a JSON string.

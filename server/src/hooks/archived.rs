@@ -15,19 +15,7 @@ pub const ARCHIVED_REDACTED_KEPT: usize = 64;
 /// of them would print; written straight into the text, without a JSON value in between.
 pub(super) fn archived_headers(headers: &HeaderMap, source: &app::config::Source) -> String {
     let entries = archived_entries(headers, source);
-    let mut out = Vec::with_capacity(48 * entries.len() + 2);
-    out.push(b'{');
-    for (i, (name, value)) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        json_string(&mut out, name);
-        out.push(b':');
-        json_string(&mut out, value);
-    }
-    out.push(b'}');
-    // Only JSON's own bytes and escaped strings were written.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    app::headers::headers_json(entries.iter().map(|(n, v)| (n.as_str(), v.as_str())))
 }
 
 /// What the archive keeps of each header, in byte order of the names: safe and signature headers
@@ -90,10 +78,4 @@ pub(super) fn archived_entries(
         );
     }
     kept.into_iter().collect()
-}
-
-/// `text` as a JSON string, quoted and escaped.
-fn json_string(out: &mut Vec<u8>, text: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text);
 }
