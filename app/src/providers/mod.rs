@@ -3,7 +3,9 @@
 //! events.
 //!
 //! Every preset is a dedup source: these providers send no revisions, and their event ids are
-//! unique per delivered event (a retry repeats the id).
+//! unique per delivered event (a retry repeats the id). Each provider is one row of
+//! [`presets!`]'s table, written in the keys a source would write (`docs/configuration.md`) and
+//! read by the same readers: adding a provider is adding its row.
 
 mod handshake;
 
@@ -15,100 +17,231 @@ pub use handshake::{
 use crate::envelope::{Field, FieldRef, Mapping, Mode};
 use crate::schemes::Recipe;
 use crate::schemes::Scheme;
-use crate::schemes::recipe::{Algorithm, Encoding, Part, SecretEncoding};
 
-/// `preset = "…"` in a source: the scheme, the mode and the identity mapping of one provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preset {
-    Stripe,
-    Github,
-    Paddle,
-    Shopify,
-    Slack,
-    Clerk,
-    Svix,
-    Resend,
-    Intercom,
-    Typeform,
-    Vercel,
-    Bitbucket,
-    Razorpay,
-    Pagerduty,
-    Sentry,
-    Notion,
-    Woocommerce,
-    Square,
-    Hubspot,
-    Gitlab,
-    Discord,
-    Sendgrid,
-    Lemonsqueezy,
-    Calendly,
-    Postmark,
-    Zoom,
-    Twitch,
-    Twilio,
-    Mailgun,
-    Linear,
-    Dropbox,
-    Asana,
+/// One provider, in a source's own keys.
+struct Row {
+    /// `preset = "…"`.
+    name: &'static str,
+    scheme: Scheme,
+    /// The places of `event_id`, `object_id` and `event_type` (none: not mapped), each a list of
+    /// alternatives as the config spells them.
+    event_id: &'static [&'static str],
+    object_id: &'static [&'static str],
+    event_type: &'static [&'static str],
+    /// `scheme = "hmac"`: the recipe's keys but `signed` (a recipe's defaults apply to the rest).
+    recipe: &'static [(&'static str, &'static str)],
+    signed: &'static [&'static str],
+    /// The timestamp window the provider documents, where it is not hookbox's 300 s.
+    tolerance_secs: Option<u64>,
+    /// `scheme = "token"`: the header the token is in.
+    token_header: Option<&'static str>,
+    /// The provider hands the signing secret over in an unsigned first request.
+    captures_secret: bool,
 }
 
-pub const ALL_PRESETS: [Preset; 32] = [
-    Preset::Stripe,
-    Preset::Github,
-    Preset::Paddle,
-    Preset::Shopify,
-    Preset::Slack,
-    Preset::Clerk,
-    Preset::Svix,
-    Preset::Resend,
-    Preset::Intercom,
-    Preset::Typeform,
-    Preset::Vercel,
-    Preset::Bitbucket,
-    Preset::Razorpay,
-    Preset::Pagerduty,
-    Preset::Sentry,
-    Preset::Notion,
-    Preset::Woocommerce,
-    Preset::Square,
-    Preset::Hubspot,
-    Preset::Gitlab,
-    Preset::Discord,
-    Preset::Sendgrid,
-    Preset::Lemonsqueezy,
-    Preset::Calendly,
-    Preset::Postmark,
-    Preset::Zoom,
-    Preset::Twitch,
-    Preset::Twilio,
-    Preset::Mailgun,
-    Preset::Linear,
-    Preset::Dropbox,
-    Preset::Asana,
-];
+/// A row's defaults.
+const ROW: Row = Row {
+    name: "",
+    scheme: Scheme::Hmac,
+    event_id: &[],
+    object_id: &[],
+    event_type: &[],
+    recipe: &[],
+    signed: &[],
+    tolerance_secs: None,
+    token_header: None,
+    captures_secret: false,
+};
 
-/// A recipe signing `signed` with `algorithm`, its signature in `header` after `prefix`: one
-/// signature, no timestamp, the secret as UTF-8.
-fn plain_recipe(
-    algorithm: Algorithm,
-    header: &str,
-    prefix: &str,
-    encoding: Encoding,
-    signed: Vec<Part>,
-) -> Recipe {
-    Recipe {
-        algorithm,
-        signature_header: header.to_string(),
-        signature_separator: None,
-        signature_prefix: prefix.to_string(),
-        signature_encoding: encoding,
-        signed,
-        timestamp: None,
-        secret_encoding: SecretEncoding::Utf8,
-        secret_prefix: String::new(),
-    }
+/// The table: `Variant => Row { … }` declares the preset and its row, in the order the presets
+/// are listed.
+macro_rules! presets {
+    ($($variant:ident => $row:expr,)+) => {
+        /// `preset = "…"` in a source: the scheme, the mode and the identity mapping of one
+        /// provider.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Preset {
+            $($variant),+
+        }
+
+        pub const ALL_PRESETS: [Preset; [$(stringify!($variant)),+].len()] =
+            [$(Preset::$variant),+];
+
+        impl Preset {
+            fn row(self) -> &'static Row {
+                match self {
+                    $(Preset::$variant => &$row),+
+                }
+            }
+        }
+    };
+}
+
+presets! {
+    Stripe => Row { name: "stripe", scheme: Scheme::Stripe,
+        event_id: &["/id"], object_id: &["/data/object/id"], event_type: &["/type"], ..ROW },
+    Github => Row { name: "github", scheme: Scheme::Github,
+        event_id: &["header:x-github-delivery"], event_type: &["header:x-github-event"], ..ROW },
+    Paddle => Row { name: "paddle", scheme: Scheme::Paddle,
+        event_id: &["/event_id"], object_id: &["/data/id"], event_type: &["/event_type"], ..ROW },
+    Shopify => Row { name: "shopify", scheme: Scheme::Shopify,
+        event_id: &["header:x-shopify-event-id", "header:x-shopify-webhook-id"],
+        event_type: &["header:x-shopify-topic"], ..ROW },
+    Slack => Row { name: "slack", scheme: Scheme::Slack,
+        event_id: &["/event_id"], event_type: &["/event/type"], ..ROW },
+    // The scheme accepts the svix-* and the unbranded webhook-* headers; so does the id.
+    Clerk => Row { name: "clerk", scheme: Scheme::StandardWebhooks,
+        event_id: &["header:svix-id", "header:webhook-id"], object_id: &["/data/id"],
+        event_type: &["/type"], ..ROW },
+    Svix => Row { name: "svix", scheme: Scheme::StandardWebhooks,
+        event_id: &["header:svix-id", "header:webhook-id"], object_id: &["/data/id"],
+        event_type: &["/type"], ..ROW },
+    Resend => Row { name: "resend", scheme: Scheme::StandardWebhooks,
+        event_id: &["header:svix-id", "header:webhook-id"], object_id: &["/data/email_id"],
+        event_type: &["/type"], ..ROW },
+    Intercom => Row { name: "intercom",
+        recipe: &[("algorithm", "sha1"), ("signature_header", "x-hub-signature"),
+            ("signature_prefix", "sha1=")],
+        signed: &["body"],
+        event_id: &["/id"], object_id: &["/data/item/id"], event_type: &["/topic"], ..ROW },
+    Typeform => Row { name: "typeform",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "typeform-signature"),
+            ("signature_prefix", "sha256="), ("signature_encoding", "base64")],
+        signed: &["body"],
+        event_id: &["/event_id"], object_id: &["/form_response/token"],
+        event_type: &["/event_type"], ..ROW },
+    Vercel => Row { name: "vercel",
+        recipe: &[("algorithm", "sha1"), ("signature_header", "x-vercel-signature")],
+        signed: &["body"],
+        event_id: &["/id"], object_id: &["/payload/deployment/id"], event_type: &["/type"],
+        ..ROW },
+    Bitbucket => Row { name: "bitbucket",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-hub-signature"),
+            ("signature_prefix", "sha256=")],
+        signed: &["body"],
+        event_id: &["header:x-request-uuid"], object_id: &["/repository/uuid"],
+        event_type: &["header:x-event-key"], ..ROW },
+    Razorpay => Row { name: "razorpay",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-razorpay-signature")],
+        signed: &["body"],
+        event_id: &["header:x-razorpay-event-id"], object_id: &["/payload/payment/entity/id"],
+        event_type: &["/event"], ..ROW },
+    Pagerduty => Row { name: "pagerduty",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-pagerduty-signature"),
+            ("signature_prefix", "v1="), ("signature_separator", ",")],
+        signed: &["body"],
+        event_id: &["/event/id"], object_id: &["/event/data/id"],
+        event_type: &["/event/event_type"], ..ROW },
+    // The object is under a key named by the resource (`/data/issue/id`, …).
+    Sentry => Row { name: "sentry",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "sentry-hook-signature")],
+        signed: &["body"],
+        event_id: &["header:request-id"], event_type: &["header:sentry-hook-resource"], ..ROW },
+    Notion => Row { name: "notion", captures_secret: true,
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-notion-signature"),
+            ("signature_prefix", "sha256=")],
+        signed: &["body"],
+        event_id: &["/id"], object_id: &["/entity/id"], event_type: &["/type"], ..ROW },
+    Woocommerce => Row { name: "woocommerce",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-wc-webhook-signature"),
+            ("signature_encoding", "base64")],
+        signed: &["body"],
+        event_id: &["header:x-wc-webhook-delivery-id"], object_id: &["/id"],
+        event_type: &["header:x-wc-webhook-topic"], ..ROW },
+    Square => Row { name: "square",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-square-hmacsha256-signature"),
+            ("signature_encoding", "base64")],
+        signed: &["url", "body"],
+        event_id: &["/event_id"], object_id: &["/data/id"], event_type: &["/type"], ..ROW },
+    // A batch: the first event names the delivery.
+    Hubspot => Row { name: "hubspot",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-hubspot-signature-v3"),
+            ("signature_encoding", "base64"),
+            ("timestamp_header", "x-hubspot-request-timestamp"), ("timestamp_unit", "ms")],
+        signed: &["method", "url", "body", "timestamp"],
+        event_id: &["/0/eventId"], object_id: &["/0/objectId"],
+        event_type: &["/0/subscriptionType"], ..ROW },
+    // `Idempotency-Key` (GitLab 17.4 and later) is the same on every retry; the event UUID of
+    // older versions too.
+    Gitlab => Row { name: "gitlab", scheme: Scheme::Token, token_header: Some("x-gitlab-token"),
+        event_id: &["header:idempotency-key", "header:x-gitlab-event-uuid"],
+        object_id: &["/object_attributes/id"], event_type: &["header:x-gitlab-event"], ..ROW },
+    Discord => Row { name: "discord", scheme: Scheme::Discord,
+        event_id: &["/id"], object_id: &["/data/id"], event_type: &["/type"], ..ROW },
+    // A batch, as HubSpot's.
+    Sendgrid => Row { name: "sendgrid", scheme: Scheme::Sendgrid,
+        event_id: &["/0/sg_event_id"], object_id: &["/0/sg_message_id"],
+        event_type: &["/0/event"], ..ROW },
+    // No event id is sent: the body's digest names the event, so a retry of the same body is a
+    // duplicate.
+    Lemonsqueezy => Row { name: "lemonsqueezy",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-signature")],
+        signed: &["body"],
+        event_id: &["body:sha256"], object_id: &["/data/id"], event_type: &["/meta/event_name"],
+        ..ROW },
+    Calendly => Row { name: "calendly", tolerance_secs: Some(180),
+        recipe: &[("algorithm", "sha256"), ("signature_header", "calendly-webhook-signature"),
+            ("signature_prefix", "v1="), ("signature_separator", ","),
+            ("timestamp_prefix", "t=")],
+        signed: &["timestamp", "literal:.", "body"],
+        event_id: &["body:sha256"], object_id: &["/payload/uri"], event_type: &["/event"],
+        ..ROW },
+    Postmark => Row { name: "postmark", scheme: Scheme::Basic,
+        event_id: &["body:sha256"], object_id: &["/MessageID"], event_type: &["/RecordType"],
+        ..ROW },
+    Zoom => Row { name: "zoom",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-zm-signature"),
+            ("signature_prefix", "v0="), ("timestamp_header", "x-zm-request-timestamp")],
+        signed: &["literal:v0:", "timestamp", "literal::", "body"],
+        event_id: &["body:sha256"], object_id: &["/payload/object/id"], event_type: &["/event"],
+        ..ROW },
+    Twitch => Row { name: "twitch", tolerance_secs: Some(600),
+        recipe: &[("algorithm", "sha256"),
+            ("signature_header", "twitch-eventsub-message-signature"),
+            ("signature_prefix", "sha256="),
+            ("timestamp_header", "twitch-eventsub-message-timestamp"),
+            ("timestamp_unit", "rfc3339")],
+        signed: &["header:twitch-eventsub-message-id", "timestamp", "body"],
+        event_id: &["header:twitch-eventsub-message-id"],
+        object_id: &["/event/broadcaster_user_id"], event_type: &["/subscription/type"],
+        ..ROW },
+    // The idempotency token is the same on Twilio's retries of one callback; a message's status
+    // callbacks share its SID, so without the token the body names the event.
+    Twilio => Row { name: "twilio", scheme: Scheme::Twilio,
+        event_id: &["header:i-twilio-idempotency-token", "body:sha256"],
+        object_id: &["/MessageSid", "/CallSid"],
+        event_type: &["/MessageStatus", "/SmsStatus", "/CallStatus"], ..ROW },
+    Mailgun => Row { name: "mailgun", scheme: Scheme::Mailgun,
+        event_id: &["/event-data/id"], object_id: &["/event-data/message/headers/message-id"],
+        event_type: &["/event-data/event"], ..ROW },
+    // Linear's SDK allows a minute either way.
+    Linear => Row { name: "linear", tolerance_secs: Some(60),
+        recipe: &[("algorithm", "sha256"), ("signature_header", "linear-signature"),
+            ("timestamp_field", "/webhookTimestamp"), ("timestamp_unit", "ms")],
+        signed: &["body"],
+        event_id: &["header:linear-delivery"], object_id: &["/data/id"], event_type: &["/type"],
+        ..ROW },
+    // No event id and no type are sent: every notification says "something changed" for the
+    // accounts listed.
+    Dropbox => Row { name: "dropbox",
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-dropbox-signature")],
+        signed: &["body"],
+        event_id: &["body:sha256"], object_id: &["/list_folder/accounts/0"], ..ROW },
+    // A batch of events with no id: the body names the delivery.
+    Asana => Row { name: "asana", captures_secret: true,
+        recipe: &[("algorithm", "sha256"), ("signature_header", "x-hook-signature")],
+        signed: &["body"],
+        event_id: &["body:sha256"], object_id: &["/events/0/resource/gid"],
+        event_type: &["/events/0/action"], ..ROW },
+}
+
+/// A row's places, read as the config reads them; none for an empty list.
+fn places(spelled: &[&str]) -> Option<Field> {
+    let mut refs = spelled.iter().map(|place| {
+        FieldRef::parse(place).unwrap_or_else(|e| panic!("the providers' table: {e}"))
+    });
+    let first = Field::from(refs.next()?);
+    Some(refs.fold(first, Field::or))
 }
 
 impl Preset {
@@ -118,184 +251,49 @@ impl Preset {
 
     /// The config spelling.
     pub fn name(self) -> &'static str {
-        match self {
-            Preset::Stripe => "stripe",
-            Preset::Github => "github",
-            Preset::Paddle => "paddle",
-            Preset::Shopify => "shopify",
-            Preset::Slack => "slack",
-            Preset::Clerk => "clerk",
-            Preset::Svix => "svix",
-            Preset::Resend => "resend",
-            Preset::Intercom => "intercom",
-            Preset::Typeform => "typeform",
-            Preset::Vercel => "vercel",
-            Preset::Bitbucket => "bitbucket",
-            Preset::Razorpay => "razorpay",
-            Preset::Pagerduty => "pagerduty",
-            Preset::Sentry => "sentry",
-            Preset::Notion => "notion",
-            Preset::Woocommerce => "woocommerce",
-            Preset::Square => "square",
-            Preset::Hubspot => "hubspot",
-            Preset::Gitlab => "gitlab",
-            Preset::Discord => "discord",
-            Preset::Sendgrid => "sendgrid",
-            Preset::Lemonsqueezy => "lemonsqueezy",
-            Preset::Calendly => "calendly",
-            Preset::Postmark => "postmark",
-            Preset::Zoom => "zoom",
-            Preset::Twitch => "twitch",
-            Preset::Twilio => "twilio",
-            Preset::Mailgun => "mailgun",
-            Preset::Linear => "linear",
-            Preset::Dropbox => "dropbox",
-            Preset::Asana => "asana",
-        }
+        self.row().name
     }
 
     pub fn scheme(self) -> Scheme {
-        match self {
-            Preset::Stripe => Scheme::Stripe,
-            Preset::Github => Scheme::Github,
-            Preset::Paddle => Scheme::Paddle,
-            Preset::Shopify => Scheme::Shopify,
-            Preset::Slack => Scheme::Slack,
-            Preset::Clerk | Preset::Svix | Preset::Resend => Scheme::StandardWebhooks,
-            Preset::Gitlab => Scheme::Token,
-            Preset::Discord => Scheme::Discord,
-            Preset::Sendgrid => Scheme::Sendgrid,
-            Preset::Postmark => Scheme::Basic,
-            Preset::Twilio => Scheme::Twilio,
-            Preset::Mailgun => Scheme::Mailgun,
-            _ => Scheme::Hmac,
-        }
+        self.row().scheme
     }
 
     /// The timestamp window the provider documents, where it is not hookbox's 300 s: the source's
     /// `tolerance_secs` unless it sets its own.
     pub fn tolerance_secs(self) -> Option<u64> {
-        match self {
-            Preset::Twitch => Some(600),
-            Preset::Calendly => Some(180),
-            // Linear's SDK allows a minute either way.
-            Preset::Linear => Some(60),
-            _ => None,
-        }
+        self.row().tolerance_secs
     }
 
     /// Whether the provider hands the signing secret over in an unsigned first request (see
     /// [`secret_offer`]): such a source may start with no secret, until `hookbox handshake`
     /// has collected it.
     pub fn captures_secret(self) -> bool {
-        matches!(self, Preset::Asana | Preset::Notion)
+        self.row().captures_secret
     }
 
     /// The header of a preset whose scheme is [`Scheme::Token`].
     pub fn token_header(self) -> Option<&'static str> {
-        match self {
-            Preset::Gitlab => Some("x-gitlab-token"),
-            _ => None,
-        }
+        self.row().token_header
     }
 
     /// The recipe of a preset whose scheme is [`Scheme::Hmac`] (each checked against the
-    /// provider's vectors in `app/tests/vectors/`, `docs/providers.md`).
+    /// provider's vectors in `app/tests/vectors/`, `docs/providers.md`), read from its row's
+    /// keys by the reader of a source's.
     pub fn recipe(self) -> Option<Recipe> {
-        use crate::schemes::recipe::TimeUnit::{Milliseconds, Rfc3339, Seconds};
-        use crate::schemes::recipe::TimestampAt::{BodyField, Entry, Header};
-        use Algorithm::{Sha1, Sha256};
-        use Encoding::{Base64, Hex};
-        let of = plain_recipe;
-        let timed = |recipe: Recipe, at, unit| Recipe {
-            timestamp: Some((at, unit)),
-            ..recipe
+        let row = self.row();
+        if row.scheme != Scheme::Hmac {
+            return None;
+        }
+        let text = |key: &str| {
+            row.recipe
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
         };
-        let listed = |recipe: Recipe| Recipe {
-            signature_separator: Some(','),
-            ..recipe
-        };
-        let body = || vec![Part::Body];
-        Some(match self {
-            Preset::Intercom => of(Sha1, "x-hub-signature", "sha1=", Hex, body()),
-            Preset::Typeform => of(Sha256, "typeform-signature", "sha256=", Base64, body()),
-            Preset::Vercel => of(Sha1, "x-vercel-signature", "", Hex, body()),
-            Preset::Bitbucket => of(Sha256, "x-hub-signature", "sha256=", Hex, body()),
-            Preset::Razorpay => of(Sha256, "x-razorpay-signature", "", Hex, body()),
-            Preset::Pagerduty => listed(of(Sha256, "x-pagerduty-signature", "v1=", Hex, body())),
-            Preset::Sentry => of(Sha256, "sentry-hook-signature", "", Hex, body()),
-            Preset::Notion => of(Sha256, "x-notion-signature", "sha256=", Hex, body()),
-            Preset::Woocommerce => of(Sha256, "x-wc-webhook-signature", "", Base64, body()),
-            Preset::Lemonsqueezy => of(Sha256, "x-signature", "", Hex, body()),
-            Preset::Dropbox => of(Sha256, "x-dropbox-signature", "", Hex, body()),
-            Preset::Asana => of(Sha256, "x-hook-signature", "", Hex, body()),
-            Preset::Linear => timed(
-                of(Sha256, "linear-signature", "", Hex, body()),
-                BodyField("/webhookTimestamp".into()),
-                Milliseconds,
-            ),
-            Preset::Twitch => timed(
-                of(
-                    Sha256,
-                    "twitch-eventsub-message-signature",
-                    "sha256=",
-                    Hex,
-                    vec![
-                        Part::Header("twitch-eventsub-message-id".into()),
-                        Part::Timestamp,
-                        Part::Body,
-                    ],
-                ),
-                Header("twitch-eventsub-message-timestamp".into()),
-                Rfc3339,
-            ),
-            Preset::Zoom => timed(
-                of(
-                    Sha256,
-                    "x-zm-signature",
-                    "v0=",
-                    Hex,
-                    vec![
-                        Part::Literal("v0:".into()),
-                        Part::Timestamp,
-                        Part::Literal(":".into()),
-                        Part::Body,
-                    ],
-                ),
-                Header("x-zm-request-timestamp".into()),
-                Seconds,
-            ),
-            Preset::Calendly => timed(
-                listed(of(
-                    Sha256,
-                    "calendly-webhook-signature",
-                    "v1=",
-                    Hex,
-                    vec![Part::Timestamp, Part::Literal(".".into()), Part::Body],
-                )),
-                Entry("t=".into()),
-                Seconds,
-            ),
-            Preset::Square => of(
-                Sha256,
-                "x-square-hmacsha256-signature",
-                "",
-                Base64,
-                vec![Part::Url, Part::Body],
-            ),
-            Preset::Hubspot => timed(
-                of(
-                    Sha256,
-                    "x-hubspot-signature-v3",
-                    "",
-                    Base64,
-                    vec![Part::Method, Part::Url, Part::Body, Part::Timestamp],
-                ),
-                Header("x-hubspot-request-timestamp".into()),
-                Milliseconds,
-            ),
-            _ => return None,
-        })
+        let signed = row.signed.iter().map(|part| part.to_string()).collect();
+        let recipe = Recipe::read(text, Some(signed))
+            .unwrap_or_else(|problems| panic!("the providers' table, {}: {problems:?}", row.name));
+        Some(recipe)
     }
 
     /// Where the provider puts an event's identity.
@@ -303,143 +301,15 @@ impl Preset {
     /// Object ids are mapped only where every event has one, as a string: GitHub and Slack
     /// events are about many kinds of object, and Shopify's `id` is a JSON number.
     pub fn mapping(self) -> Mapping {
-        let at = |pointer| Field::from(FieldRef::pointer(pointer));
-        let header = |name| Field::from(FieldRef::header(name));
-        let (event_id, object_id, event_type) = match self {
-            Preset::Stripe => (at("/id"), Some(at("/data/object/id")), at("/type")),
-            Preset::Github => (header("x-github-delivery"), None, header("x-github-event")),
-            Preset::Paddle => (at("/event_id"), Some(at("/data/id")), at("/event_type")),
-            Preset::Shopify => (
-                header("x-shopify-event-id").or(FieldRef::header("x-shopify-webhook-id")),
-                None,
-                header("x-shopify-topic"),
-            ),
-            Preset::Slack => (at("/event_id"), None, at("/event/type")),
-            // The scheme accepts the svix-* and the unbranded webhook-* headers; so does the id.
-            Preset::Clerk | Preset::Svix => (
-                header("svix-id").or(FieldRef::header("webhook-id")),
-                Some(at("/data/id")),
-                at("/type"),
-            ),
-            Preset::Resend => (
-                header("svix-id").or(FieldRef::header("webhook-id")),
-                Some(at("/data/email_id")),
-                at("/type"),
-            ),
-            Preset::Intercom => (at("/id"), Some(at("/data/item/id")), at("/topic")),
-            Preset::Typeform => (
-                at("/event_id"),
-                Some(at("/form_response/token")),
-                at("/event_type"),
-            ),
-            Preset::Vercel => (at("/id"), Some(at("/payload/deployment/id")), at("/type")),
-            Preset::Bitbucket => (
-                header("x-request-uuid"),
-                Some(at("/repository/uuid")),
-                header("x-event-key"),
-            ),
-            Preset::Razorpay => (
-                header("x-razorpay-event-id"),
-                Some(at("/payload/payment/entity/id")),
-                at("/event"),
-            ),
-            Preset::Pagerduty => (
-                at("/event/id"),
-                Some(at("/event/data/id")),
-                at("/event/event_type"),
-            ),
-            // The object is under a key named by the resource (`/data/issue/id`, …).
-            Preset::Sentry => (header("request-id"), None, header("sentry-hook-resource")),
-            Preset::Notion => (at("/id"), Some(at("/entity/id")), at("/type")),
-            Preset::Woocommerce => (
-                header("x-wc-webhook-delivery-id"),
-                Some(at("/id")),
-                header("x-wc-webhook-topic"),
-            ),
-            Preset::Square => (at("/event_id"), Some(at("/data/id")), at("/type")),
-            // `Idempotency-Key` (GitLab 17.4 and later) is the same on every retry; the event UUID
-            // of older versions too.
-            Preset::Gitlab => (
-                header("idempotency-key").or(FieldRef::header("x-gitlab-event-uuid")),
-                Some(at("/object_attributes/id")),
-                header("x-gitlab-event"),
-            ),
-            Preset::Discord => (at("/id"), Some(at("/data/id")), at("/type")),
-            // No event id is sent: the body's digest names the event, so a retry of the same
-            // body is a duplicate.
-            Preset::Lemonsqueezy => (
-                Field::from(FieldRef::BodyDigest),
-                Some(at("/data/id")),
-                at("/meta/event_name"),
-            ),
-            Preset::Calendly => (
-                Field::from(FieldRef::BodyDigest),
-                Some(at("/payload/uri")),
-                at("/event"),
-            ),
-            Preset::Twitch => (
-                header("twitch-eventsub-message-id"),
-                Some(at("/event/broadcaster_user_id")),
-                at("/subscription/type"),
-            ),
-            Preset::Zoom => (
-                Field::from(FieldRef::BodyDigest),
-                Some(at("/payload/object/id")),
-                at("/event"),
-            ),
-            Preset::Postmark => (
-                Field::from(FieldRef::BodyDigest),
-                Some(at("/MessageID")),
-                at("/RecordType"),
-            ),
-            // A batch, as HubSpot's.
-            Preset::Sendgrid => (
-                at("/0/sg_event_id"),
-                Some(at("/0/sg_message_id")),
-                at("/0/event"),
-            ),
-            // A batch: the first event names the delivery.
-            Preset::Hubspot => (
-                at("/0/eventId"),
-                Some(at("/0/objectId")),
-                at("/0/subscriptionType"),
-            ),
-            // The idempotency token is the same on Twilio's retries of one callback; a message's
-            // status callbacks share its SID, so without the token the body names the event.
-            Preset::Twilio => (
-                header("i-twilio-idempotency-token").or(FieldRef::BodyDigest),
-                Some(at("/MessageSid").or(FieldRef::pointer("/CallSid"))),
-                at("/MessageStatus")
-                    .or(FieldRef::pointer("/SmsStatus"))
-                    .or(FieldRef::pointer("/CallStatus")),
-            ),
-            Preset::Mailgun => (
-                at("/event-data/id"),
-                Some(at("/event-data/message/headers/message-id")),
-                at("/event-data/event"),
-            ),
-            Preset::Linear => (header("linear-delivery"), Some(at("/data/id")), at("/type")),
-            // A batch of events with no id: the body names the delivery.
-            Preset::Asana => (
-                Field::from(FieldRef::BodyDigest),
-                Some(at("/events/0/resource/gid")),
-                at("/events/0/action"),
-            ),
-            // No event id and no type are sent: every notification says "something changed"
-            // for the accounts listed.
-            Preset::Dropbox => (
-                Field::from(FieldRef::BodyDigest),
-                Some(at("/list_folder/accounts/0")),
-                at("/list_folder"),
-            ),
-        };
+        let row = self.row();
         Mapping {
             mode: Mode::Dedup,
-            event_id,
-            object_id,
+            event_id: places(row.event_id)
+                .unwrap_or_else(|| panic!("the providers' table, {}: no event_id", row.name)),
+            object_id: places(row.object_id),
             revision: None,
             snapshot: None,
-            event_type: (self != Preset::Dropbox).then_some(event_type),
+            event_type: places(row.event_type),
         }
     }
 }
