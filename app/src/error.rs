@@ -99,7 +99,13 @@ impl FromServerFnError for DashboardError {
                 DashboardError::Call(UNREADABLE.to_string())
             }
             ServerFnErrorErr::Args(detail) | ServerFnErrorErr::MissingArg(detail) => {
-                DashboardError::Call(format!("hookbox could not read this request: {detail}"))
+                let error =
+                    DashboardError::Call(format!("hookbox could not read this request: {detail}"));
+                // On the server, the request's arguments did not decode: its fault, a 400 (a
+                // server function's error is a 500 unless its status is set).
+                #[cfg(feature = "ssr")]
+                let error = crate::guard::fail(error);
+                error
             }
             ServerFnErrorErr::Serialization(detail) => {
                 DashboardError::Call(format!("this page could not send the request: {detail}"))

@@ -114,17 +114,17 @@ pub async fn audit_page(
         .transpose()?;
     let mut c = Conditions::new();
     if let Some(action) = action {
-        c.push("action = ?", action.to_string());
+        c.and_with(action.to_string(), |p| format!("action = {p}"));
     }
     if let Some(actor) = actor {
-        c.push("actor = ?", actor.to_string());
+        c.and_with(actor.to_string(), |p| format!("actor = {p}"));
     }
     match &cursor {
         Some(AuditCursor::AfterRow(at, id)) => {
-            let (a, b, i) = (c.placeholder(*at), c.placeholder(*at), c.placeholder(*id));
-            c.push_built(format!("(at < {a} OR (at = {b} AND id < {i}))"));
+            let (a, b, i) = (c.param(*at), c.param(*at), c.param(*id));
+            c.and(format!("(at < {a} OR (at = {b} AND id < {i}))"));
         }
-        Some(AuditCursor::AfterCount(at, _, _)) => c.push("at < ?", *at),
+        Some(AuditCursor::AfterCount(at, _, _)) => c.and_with(*at, |p| format!("at < {p}")),
         None => {}
     }
     let sql = format!(
@@ -198,16 +198,16 @@ async fn counted_sign_ins(
 ) -> Result<Vec<Entry>, DbErr> {
     let mut c = Conditions::new();
     if let Some(name) = name {
-        c.push("name = ?", name.to_string());
+        c.and_with(name.to_string(), |p| format!("name = {p}"));
     }
     match cursor {
         // Every count of that instant comes after its audit rows.
-        Some(AuditCursor::AfterRow(at, _)) => c.push("minute <= ?", *at),
+        Some(AuditCursor::AfterRow(at, _)) => c.and_with(*at, |p| format!("minute <= {p}")),
         Some(AuditCursor::AfterCount(at, client, name)) => {
-            let (m1, m2) = (c.placeholder(*at), c.placeholder(*at));
-            let (c1, c2) = (c.placeholder(client.clone()), c.placeholder(client.clone()));
-            let n = c.placeholder(name.clone());
-            c.push_built(format!(
+            let (m1, m2) = (c.param(*at), c.param(*at));
+            let (c1, c2) = (c.param(client.clone()), c.param(client.clone()));
+            let n = c.param(name.clone());
+            c.and(format!(
                 "(minute < {m1} OR (minute = {m2} AND (client > {c1} OR (client = {c2} AND name > {n}))))"
             ));
         }

@@ -1,5 +1,5 @@
-//! `WHERE` conditions built from validated filters, with numbered placeholders, and the error a
-//! bad filter is (a 400 naming the field).
+//! `WHERE` conditions built from validated filters, with positional placeholders (`$1`, `$2`, …,
+//! as [`super::statement`] takes them), and the error a bad filter is (a 400 naming the field).
 
 use sea_orm::{DbErr, Value};
 
@@ -12,7 +12,7 @@ pub enum QueryError {
     Db(#[from] DbErr),
 }
 
-/// `WHERE` conditions with numbered placeholders.
+/// `WHERE` conditions with positional placeholders, numbered as their values are taken.
 pub(crate) struct Conditions {
     pub(crate) sql: Vec<String>,
     pub(crate) values: Vec<Value>,
@@ -26,34 +26,33 @@ impl Conditions {
         }
     }
 
-    /// Adds a condition; `?` in `template` becomes the next placeholder.
-    pub(crate) fn push(&mut self, template: &str, value: impl Into<Value>) {
-        self.values.push(value.into());
-        let n = self.values.len();
-        self.sql.push(template.replace('?', &format!("${n}")));
-    }
-
-    pub(crate) fn push_pair(&mut self, template: &str, a: impl Into<Value>, b: impl Into<Value>) {
-        self.values.push(a.into());
-        self.values.push(b.into());
-        let n = self.values.len();
-        self.sql
-            .push(template.replacen('?', &format!("${}", n - 1), 1).replacen(
-                '?',
-                &format!("${n}"),
-                1,
-            ));
-    }
-
-    /// Adds `value` and answers its placeholder, for conditions built piece by piece.
-    pub(crate) fn placeholder(&mut self, value: impl Into<Value>) -> String {
+    /// Adds `value` and answers its placeholder (`$1`, `$2`, … in the order taken), for a
+    /// condition that takes several or is built piece by piece ([`Conditions::and`]).
+    pub(crate) fn param(&mut self, value: impl Into<Value>) -> String {
         self.values.push(value.into());
         format!("${}", self.values.len())
     }
 
-    /// Adds a condition whose placeholders were taken with [`Conditions::placeholder`].
-    pub(crate) fn push_built(&mut self, sql: String) {
+    /// Adds a condition whose placeholders were taken with [`Conditions::param`].
+    pub(crate) fn and(&mut self, sql: String) {
         self.sql.push(sql);
+    }
+
+    /// Adds the condition `sql` writes around the placeholder of `value`.
+    pub(crate) fn and_with(&mut self, value: impl Into<Value>, sql: impl FnOnce(&str) -> String) {
+        let p = self.param(value);
+        self.sql.push(sql(&p));
+    }
+
+    /// Adds the condition `sql` writes around the placeholders of `a` and `b`.
+    pub(crate) fn and_with2(
+        &mut self,
+        a: impl Into<Value>,
+        b: impl Into<Value>,
+        sql: impl FnOnce(&str, &str) -> String,
+    ) {
+        let (p, q) = (self.param(a), self.param(b));
+        self.sql.push(sql(&p, &q));
     }
 
     pub(crate) fn clause(&self) -> String {

@@ -78,17 +78,16 @@ pub(crate) fn push_containment(
     // Not a spelling (`db::dialect`) but two algorithms: PostgreSQL has the operator itself over
     // its GIN index; SQLite's containment is a tree of `json_each` subqueries built from `value`.
     if backend == DatabaseBackend::Postgres {
-        c.push(
-            "hookbox_body_doc(body, body_fields) @> CAST(? AS jsonb)",
-            text.to_string(),
-        );
+        c.and_with(text.to_string(), |p| {
+            format!("hookbox_body_doc(body, body_fields) @> CAST({p} AS jsonb)")
+        });
         return;
     }
     let mut aliases = 0;
     let inner = sqlite_contains(c, "m0", value, &mut aliases);
     // The body wrapped in an array, so that its one element has a type and a value like every
     // element below; a body that is not JSON contains nothing (and is never parsed as JSON).
-    c.push_built(format!(
+    c.and(format!(
         "(CASE WHEN json_valid(COALESCE(body_fields, CAST(body AS TEXT)))
                THEN EXISTS (SELECT 1 FROM json_each(json_array(json(COALESCE(body_fields, CAST(body AS TEXT))))) AS m0 WHERE {inner})
                ELSE 0 END)"
@@ -106,7 +105,7 @@ fn sqlite_contains(c: &mut Conditions, row: &str, value: &Json, aliases: &mut us
             let mut parts = vec![format!("{row}.type = 'object'")];
             for (key, sub) in map {
                 let child = next(aliases);
-                let key = c.placeholder(key.clone());
+                let key = c.param(key.clone());
                 let inner = sqlite_contains(c, &child, sub, aliases);
                 parts.push(format!(
                     "EXISTS (SELECT 1 FROM json_each({row}.value) AS {child} WHERE {child}.key = {key} AND {inner})"
@@ -126,13 +125,13 @@ fn sqlite_contains(c: &mut Conditions, row: &str, value: &Json, aliases: &mut us
             parts.join(" AND ")
         }
         Json::String(text) => {
-            let p = c.placeholder(text.clone());
+            let p = c.param(text.clone());
             format!("({row}.type = 'text' AND {row}.value = {p})")
         }
         Json::Number(n) => {
             let p = match n.as_i64() {
-                Some(i) => c.placeholder(i),
-                None => c.placeholder(n.as_f64().unwrap_or(f64::NAN)),
+                Some(i) => c.param(i),
+                None => c.param(n.as_f64().unwrap_or(f64::NAN)),
             };
             format!("({row}.type IN ('integer', 'real') AND {row}.value = {p})")
         }
@@ -261,19 +260,19 @@ pub fn part_glob(text: &str) -> String {
 pub(crate) fn push_part_anywhere(c: &mut Conditions, backend: DatabaseBackend, text: &str) {
     // Two algorithms, not a spelling: a JSON path, or `json_tree` over each body.
     if backend == DatabaseBackend::Postgres {
-        let path = c.placeholder(format!(
+        let path = c.param(format!(
             "$.** ? (@ like_regex {})",
             Json::String(part_regex(text))
         ));
         // The function, not `@?`: the GIN index cannot serve a regular expression, and the
         // planner must walk the newest rows instead.
-        c.push_built(format!(
+        c.and(format!(
             "jsonb_path_exists(hookbox_body_doc(body, body_fields), CAST({path} AS jsonpath))"
         ));
         return;
     }
-    let p = c.placeholder(part_glob(text));
-    c.push_built(format!(
+    let p = c.param(part_glob(text));
+    c.and(format!(
         "(CASE WHEN json_valid(COALESCE(body_fields, CAST(body AS TEXT)))
                THEN EXISTS (SELECT 1 FROM json_tree(COALESCE(body_fields, CAST(body AS TEXT))) AS v WHERE v.type = 'text' AND v.atom GLOB {p})
                ELSE 0 END)"
@@ -296,8 +295,8 @@ pub(crate) fn push_value_anywhere(c: &mut Conditions, backend: DatabaseBackend, 
             tests.push(format!("@ == {n}"));
         }
         // Built, not pushed: `push` would take the operator's `?` for a placeholder.
-        let path = c.placeholder(format!("$.** ? ({})", tests.join(" || ")));
-        c.push_built(format!(
+        let path = c.param(format!("$.** ? ({})", tests.join(" || ")));
+        c.and(format!(
             "hookbox_body_doc(body, body_fields) @? CAST({path} AS jsonpath)"
         ));
         return;
@@ -306,18 +305,18 @@ pub(crate) fn push_value_anywhere(c: &mut Conditions, backend: DatabaseBackend, 
         .strings
         .iter()
         .map(|s| {
-            let p = c.placeholder(s.clone());
+            let p = c.param(s.clone());
             format!("(v.type = 'text' AND v.atom = {p})")
         })
         .collect();
     if let Some(n) = &values.number {
         let p = match n.as_i64() {
-            Some(i) => c.placeholder(i),
-            None => c.placeholder(n.as_f64().unwrap_or(f64::NAN)),
+            Some(i) => c.param(i),
+            None => c.param(n.as_f64().unwrap_or(f64::NAN)),
         };
         tests.push(format!("(v.type IN ('integer', 'real') AND v.atom = {p})"));
     }
-    c.push_built(format!(
+    c.and(format!(
         "(CASE WHEN json_valid(COALESCE(body_fields, CAST(body AS TEXT)))
                THEN EXISTS (SELECT 1 FROM json_tree(COALESCE(body_fields, CAST(body AS TEXT))) AS v WHERE {})
                ELSE 0 END)",

@@ -159,10 +159,10 @@ fn page_statement(
         let start = c.sql.len();
         add_filter_conditions(&mut c, &unsearched, db.backend())?;
         if let Some((at, id)) = cursor {
-            c.push_pair("(received_at, id) < (?, ?)", at, id);
+            c.and_with2(at, id, |p, q| format!("(received_at, id) < ({p}, {q})"));
         }
-        if let Some((template, value)) = extra {
-            c.push(template, value);
+        if let Some((column, value)) = extra {
+            c.and_with(value, |p| format!("{column} = {p}"));
         }
         let parts = c.sql.split_off(start);
         Ok(if parts.is_empty() {
@@ -179,8 +179,8 @@ fn page_statement(
             branch(None)?
         ),
         Some(q) => {
-            let by_event = branch(Some(("event_id = ?", q.clone())))?;
-            let by_object = branch(Some(("object_id = ?", q)))?;
+            let by_event = branch(Some(("event_id", q.clone())))?;
+            let by_object = branch(Some(("object_id", q)))?;
             format!(
                 "SELECT {EVENT_COLUMNS} FROM (
                    SELECT * FROM (SELECT {EVENT_COLUMNS} FROM webhook_events {by_event} {order} LIMIT {limit}) AS by_event

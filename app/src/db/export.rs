@@ -137,7 +137,7 @@ pub async fn places(
 ) -> Result<Vec<Place>, SearchError> {
     let mut c = filter_conditions(filter, db.backend())?;
     if let Some((at, id)) = after {
-        c.push_pair("(received_at, id) < (?, ?)", at, id);
+        c.and_with2(at, id, |p, q| format!("(received_at, id) < ({p}, {q})"));
     }
     // Both read the size from the row's header (a TOAST pointer, a record's type code),
     // not from the body; a row that refers to an earlier row's identical body (`body_of`)

@@ -149,7 +149,7 @@ pub(crate) fn add_filter_conditions(
                 Status::spellings()
             )));
         };
-        c.push("status = ?", status.as_str());
+        c.and_with(status.as_str(), |p| format!("status = {p}"));
     }
     if let Some(outcome) = given(&filter.outcome) {
         let Some(outcome) = OutcomeKind::parse(&outcome) else {
@@ -158,14 +158,14 @@ pub(crate) fn add_filter_conditions(
                 OutcomeKind::spellings()
             )));
         };
-        c.push("outcome = ?", outcome.as_str());
+        c.and_with(outcome.as_str(), |p| format!("outcome = {p}"));
     }
     if let Some(source) = given(&filter.source) {
-        c.push("source = ?", source);
+        c.and_with(source, |p| format!("source = {p}"));
     }
     if let Some(visible) = &filter.visible_sources {
-        let places: Vec<String> = visible.iter().map(|s| c.placeholder(s.clone())).collect();
-        c.push_built(if places.is_empty() {
+        let places: Vec<String> = visible.iter().map(|s| c.param(s.clone())).collect();
+        c.and(if places.is_empty() {
             "1 = 0".to_string()
         } else {
             format!("source IN ({})", places.join(", "))
@@ -177,28 +177,30 @@ pub(crate) fn add_filter_conditions(
         ("object_id", &filter.object_id),
     ] {
         if let Some(value) = given(value) {
-            c.push(&format!("{column} = ?"), value);
+            c.and_with(value, |p| format!("{column} = {p}"));
         }
     }
     let (from, to) = received_range(filter)?;
     if let Some(from) = from {
-        c.push("received_at >= ?", from);
+        c.and_with(from, |p| format!("received_at >= {p}"));
     }
     if let Some(to) = to {
-        c.push("received_at < ?", to);
+        c.and_with(to, |p| format!("received_at < {p}"));
     }
     if let Some(q) = given(&filter.q) {
-        c.push_pair("(event_id = ? OR object_id = ?)", q.clone(), q);
+        c.and_with2(q.clone(), q, |p, q| {
+            format!("(event_id = {p} OR object_id = {q})")
+        });
     }
     if let Some(text) = given(&filter.r#match) {
         let value = super::contains::parse_match(&text)?;
         super::contains::push_containment(c, backend, &text, &value);
     }
     if let Some(class) = given(&filter.class) {
-        c.push("error_class = ?", class);
+        c.and_with(class, |p| format!("error_class = {p}"));
     }
     if open_only(filter)? {
-        c.push_built(super::open_failures::open_failure("webhook_events"));
+        c.and(super::open_failures::open_failure("webhook_events"));
     }
     Ok(())
 }

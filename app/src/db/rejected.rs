@@ -137,7 +137,7 @@ struct RejectedRecord {
 fn conditions(filter: &RejectedFilter) -> Result<Conditions, QueryError> {
     let mut c = Conditions::new();
     if let Some(source) = given(&filter.source) {
-        c.push("bucket = ?", source);
+        c.and_with(source, |p| format!("bucket = {p}"));
     }
     if let Some(reason) = given(&filter.reason) {
         let Some(reason) = RefusalReason::parse(&reason) else {
@@ -146,13 +146,13 @@ fn conditions(filter: &RejectedFilter) -> Result<Conditions, QueryError> {
                 RefusalReason::spellings()
             )));
         };
-        c.push("reason = ?", reason.as_str());
+        c.and_with(reason.as_str(), |p| format!("reason = {p}"));
     }
     if let Some(before) = given(&filter.before) {
         let id: i64 = before.parse().map_err(|_| {
             QueryError::BadFilter(format!("before: {before:?} is not a row number"))
         })?;
-        c.push("id < ?", id);
+        c.and_with(id, |p| format!("id < {p}"));
     }
     Ok(c)
 }

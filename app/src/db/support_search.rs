@@ -183,7 +183,7 @@ pub async fn find(
     let mut c = Conditions::new();
     push_value_anywhere(&mut c, backend, &AnyValue::of(typed));
     if let Some(floor) = floor {
-        c.push("id > ?", floor);
+        c.and_with(floor, |p| format!("id > {p}"));
     }
     let body = run(crate::db::statement(
         backend,
@@ -241,7 +241,7 @@ async fn parts_in_bodies(
     let mut c = Conditions::new();
     push_part_anywhere(&mut c, backend, typed);
     if let Some(floor) = window {
-        c.push("id > ?", floor);
+        c.and_with(floor, |p| format!("id > {p}"));
     }
     let parts = within
         .run(crate::db::statement(

@@ -18,6 +18,49 @@ super::vocabulary! {
     }
 }
 
+super::vocabulary! {
+    /// What an operator sets a cause to (the server function's argument): one of the states,
+    /// or open again (no state).
+    StateChoice {
+        Open = "open",
+        Acknowledged = "acknowledged",
+        Resolved = "resolved",
+        Ignored = "ignored",
+    }
+}
+
+impl StateChoice {
+    /// The state it stores; none: open.
+    pub fn state(self) -> Option<ProblemState> {
+        match self {
+            StateChoice::Open => None,
+            StateChoice::Acknowledged => Some(ProblemState::Acknowledged),
+            StateChoice::Resolved => Some(ProblemState::Resolved),
+            StateChoice::Ignored => Some(ProblemState::Ignored),
+        }
+    }
+
+    /// Setting `state` (none: open).
+    pub fn of(state: Option<ProblemState>) -> StateChoice {
+        match state {
+            None => StateChoice::Open,
+            Some(ProblemState::Acknowledged) => StateChoice::Acknowledged,
+            Some(ProblemState::Resolved) => StateChoice::Resolved,
+            Some(ProblemState::Ignored) => StateChoice::Ignored,
+        }
+    }
+
+    /// The verb of the button that sets it.
+    pub fn verb(self) -> &'static str {
+        self.state().map_or("Reopen", ProblemState::verb)
+    }
+
+    /// Whether the operator confirms what it covers first (resolving, ignoring).
+    pub fn asks_first(self) -> bool {
+        matches!(self, StateChoice::Resolved | StateChoice::Ignored)
+    }
+}
+
 impl ProblemState {
     /// The verb of the button that sets it.
     pub fn verb(self) -> &'static str {
@@ -71,7 +114,9 @@ impl Serialize for Stage {
 impl<'de> Deserialize<'de> for Stage {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Stage, D::Error> {
         let text = String::deserialize(d)?;
-        Stage::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("no stage {text}")))
+        Stage::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not one of {}", Stage::spellings()))
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use crate::components::live::live_tick;
 use crate::components::{ErrorNote, Loaded, LocalTime, TopBar};
 use crate::error::DashboardError;
 use crate::model::{
-    Cause, ProblemGroup, ProblemState, ProblemsPage, SettledPage, Stage, StateChange,
+    Cause, ProblemGroup, ProblemState, ProblemsPage, SettledPage, Stage, StateChange, StateChoice,
 };
 use crate::url::urlencode;
 use leptos::prelude::*;
@@ -32,9 +32,9 @@ pub async fn list_problems() -> Result<ProblemsPage, DashboardError> {
 #[server(endpoint = "problem_state")]
 pub async fn set_problem_state(
     source: String,
-    outcome: String,
+    outcome: Stage,
     class: String,
-    state: String,
+    state: StateChoice,
     #[server(default)] reason: Option<String>,
     #[server(default)] confirm: Option<i64>,
 ) -> Result<StateChange, DashboardError> {
@@ -48,18 +48,7 @@ pub async fn set_problem_state(
             crate::db::filter::MAX_FILTER_BYTES
         )));
     }
-    let Some(outcome) = Stage::parse(&outcome) else {
-        return Err(guard::bad_request(format!(
-            "outcome: not one of {}",
-            Stage::spellings()
-        )));
-    };
-    let state = match state.as_str() {
-        "open" => None,
-        other => Some(ProblemState::parse(other).ok_or_else(|| {
-            guard::bad_request("state: one of acknowledged, resolved, ignored, open")
-        })?),
-    };
+    let state = state.state();
     let cause = Cause {
         source,
         outcome,
@@ -104,9 +93,9 @@ pub async fn settled_problems(
         .map_err(DashboardError::from)
 }
 
-/// A state change asked for: the cause, the state's spelling or `open`, the reason, the
-/// confirmed count (none: ask what it covers first).
-type Ask = (Cause, &'static str, Option<String>, Option<i64>);
+/// A state change asked for: the cause, the state, the reason, the confirmed count (none: ask
+/// what it covers first).
+type Ask = (Cause, StateChoice, Option<String>, Option<i64>);
 type Change = Action<Ask, Result<StateChange, DashboardError>>;
 
 /// What the page's buttons drive: `change` sets a state; `preview` asks what resolving or
@@ -115,7 +104,7 @@ type Change = Action<Ask, Result<StateChange, DashboardError>>;
 struct Acts {
     change: Change,
     preview: Change,
-    asking: RwSignal<Option<(Cause, &'static str)>>,
+    asking: RwSignal<Option<(Cause, StateChoice)>>,
 }
 
 fn state_action() -> Change {
@@ -124,9 +113,9 @@ fn state_action() -> Change {
         async move {
             set_problem_state(
                 cause.source,
-                cause.outcome.as_str().to_string(),
+                cause.outcome,
                 cause.class.unwrap_or_default(),
-                state.to_string(),
+                state,
                 reason,
                 confirm,
             )
@@ -178,8 +167,8 @@ fn confirming(acts: Acts) -> Option<AnyView> {
         return None;
     }
     let answer = acts.preview.value().get()?.ok()?;
-    let verb = ProblemState::parse(state).map_or("Change", ProblemState::verb);
-    let needs_reason = state == ProblemState::Ignored.as_str();
+    let verb = state.verb();
+    let needs_reason = state == StateChoice::Ignored;
     let covers = answer.covers;
     let consequence = if needs_reason {
         format!(
@@ -357,11 +346,11 @@ fn GroupRow(g: ProblemGroup, can_act: bool, acts: Acts) -> impl IntoView {
         (Some(state), None) => state.to_string(),
     };
     // The states an operator can move this cause to, and "open" when it has one.
-    let moves: Vec<(&'static str, &'static str)> = ProblemState::ALL
+    let moves: Vec<StateChoice> = ProblemState::ALL
         .iter()
         .filter(|s| Some(**s) != g.state || **s == ProblemState::Resolved)
-        .map(|s| (s.as_str(), s.verb()))
-        .chain(g.state.map(|_| ("open", "Reopen")))
+        .map(|s| StateChoice::of(Some(*s)))
+        .chain(g.state.map(|_| StateChoice::Open))
         .collect();
     let classified = cause.class.is_some();
     view! {
@@ -379,18 +368,18 @@ fn GroupRow(g: ProblemGroup, can_act: bool, acts: Acts) -> impl IntoView {
             </td>
             {can_act.then(|| view! {
                 <td data-label="Actions" class="actions">
-                    {classified.then(|| moves.into_iter().map(|(state, verb)| {
+                    {classified.then(|| moves.into_iter().map(|state| {
                         let cause = cause.clone();
                         view! {
                             <button type="button" class="small" data-testid=format!("problem-{state}")
                                 on:click=move |_| {
-                                    if matches!(state, "resolved" | "ignored") {
+                                    if state.asks_first() {
                                         acts.asking.set(Some((cause.clone(), state)));
                                         acts.preview.dispatch((cause.clone(), state, None, None));
                                     } else {
                                         acts.change.dispatch((cause.clone(), state, None, None));
                                     }
-                                }>{verb}</button>
+                                }>{state.verb()}</button>
                         }
                     }).collect_view())}
                 </td>

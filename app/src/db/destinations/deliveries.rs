@@ -53,7 +53,7 @@ pub(super) fn conditions(
     filter: &ForwardFilter,
 ) -> Result<Conditions, QueryError> {
     let mut c = Conditions::new();
-    c.push("destination = ?", destination.to_string());
+    c.and_with(destination.to_string(), |p| format!("destination = {p}"));
     if let Some(status) = given(&filter.status) {
         if ForwardStatus::parse(&status).is_none() {
             return Err(QueryError::BadFilter(format!(
@@ -61,7 +61,7 @@ pub(super) fn conditions(
                 ForwardStatus::spellings()
             )));
         }
-        c.push("status = ?", status);
+        c.and_with(status, |p| format!("status = {p}"));
     }
     for (field, value) in [("source", &filter.source), ("q", &filter.q)] {
         if value.as_ref().is_some_and(|v| v.len() > 512) {
@@ -71,10 +71,12 @@ pub(super) fn conditions(
         }
     }
     if let Some(source) = given(&filter.source) {
-        c.push("source = ?", source);
+        c.and_with(source, |p| format!("source = {p}"));
     }
     if let Some(q) = given(&filter.q) {
-        c.push_pair("(event_id = ? OR object_id = ?)", q.clone(), q);
+        c.and_with2(q.clone(), q, |p, q| {
+            format!("(event_id = {p} OR object_id = {q})")
+        });
     }
     Ok(c)
 }
@@ -93,7 +95,7 @@ pub async fn deliveries(
         let before: i64 = cursor
             .parse()
             .map_err(|_| QueryError::BadFilter(format!("cursor: {cursor:?} is not a cursor")))?;
-        c.push("id < ?", before);
+        c.and_with(before, |p| format!("id < {p}"));
     }
     let sql = format!(
         "SELECT {DELIVERY_COLUMNS} FROM forward_deliveries {} ORDER BY id DESC LIMIT {}",
