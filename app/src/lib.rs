@@ -27,6 +27,8 @@ pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod blocking;
 #[cfg(feature = "ssr")]
+pub mod clock;
+#[cfg(feature = "ssr")]
 pub mod config;
 #[cfg(feature = "ssr")]
 pub mod db;

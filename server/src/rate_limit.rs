@@ -38,7 +38,7 @@ impl RateLimiter {
     /// Takes one token of `source`'s bucket, or says how long until one is free.
     pub fn take(&self, source: &str, per_sec: u32) -> Result<(), Duration> {
         let rate = f64::from(per_sec.max(1));
-        let now = Instant::now();
+        let now = app::clock::instant();
         let mut buckets = match self.buckets.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),

@@ -95,6 +95,19 @@ pub fn router(
         .layer(middleware::from_fn(drop_unfit_request_id))
 }
 
+/// The client address of a request as it is logged, limited and shown: its connection's peer,
+/// or the client a trusted proxy in front of it forwarded for.
+pub(crate) fn client_of_request(state: &AppState, request: &Request) -> String {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|connected| connected.0);
+    state
+        .settings
+        .trusted_proxies
+        .client_of(peer, request.headers())
+}
+
 /// What every page's render is given: the database, the configuration, the session settings,
 /// the forwarder's wake-up, and the content security policy with the render's nonce.
 fn page_context(state: &AppState) -> impl Fn() + Clone + Send + 'static {
@@ -203,14 +216,7 @@ async fn guard_dashboard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|connected| connected.0);
-    let address = state
-        .settings
-        .trusted_proxies
-        .client_of(peer, request.headers());
+    let address = client_of_request(&state, &request);
     request.extensions_mut().insert(ClientAddress(address));
     let path = request.uri().path().to_string();
 

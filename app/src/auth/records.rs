@@ -50,7 +50,7 @@ pub(super) fn schedule_write<'a>(
     all.entry(store.to_string()).or_insert_with(|| {
         let store = store.to_string();
         tokio::spawn(async move {
-            let now = Utc::now();
+            let now = crate::clock::now();
             let next_minute = audit::minute_of(now) + Duration::minutes(1);
             let wait = (next_minute - now).to_std().unwrap_or_default();
             tokio::time::sleep(wait + std::time::Duration::from_millis(100)).await;
@@ -66,7 +66,7 @@ pub(super) fn schedule_write<'a>(
 
 /// Counts an attempt refused unchecked, in memory.
 pub(super) fn count_refusal(db: &Db, store: &str, client: &str, name: &str, refusal: Refusal) {
-    let minute = audit::minute_of(Utc::now());
+    let minute = audit::minute_of(crate::clock::now());
     let mut all = lock(pending());
     let pending = schedule_write(&mut all, db, store);
     let key = |client: &str, name: &str| (client.to_string(), name.to_string(), minute);
@@ -118,7 +118,7 @@ async fn write(pending: &Pending) -> Result<(), DbErr> {
         )
         .collect();
     audit::add_refused_sign_ins(&pending.db, &counts).await?;
-    let now = Utc::now();
+    let now = crate::clock::now();
     audit::trim_sign_in_failures(
         &pending.db,
         now - Duration::days(FAILURE_RETENTION_DAYS),

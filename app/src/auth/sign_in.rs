@@ -73,7 +73,7 @@ pub async fn sign_in(
         return Err(SignInError::Busy);
     };
 
-    let now = Utc::now();
+    let now = crate::clock::now();
     let counted = audit::counted_failures(
         db,
         &client,
@@ -114,9 +114,9 @@ pub async fn sign_in(
         // its count, a check's time earlier).
         let failed = CountedFailures {
             of_name: counted.of_name + 1,
-            name_last: Some(Utc::now()),
+            name_last: Some(crate::clock::now()),
             of_client: counted.of_client + 1,
-            client_last: Some(Utc::now()),
+            client_last: Some(crate::clock::now()),
         };
         if let Some((until, every_name)) = throttled_until(&failed) {
             remember_block(&store, &client, (!every_name).then_some(name), until);
@@ -142,7 +142,7 @@ async fn open_session(
         rand::random::<u128>(),
         rand::random::<u128>()
     );
-    let signed_in = Utc::now();
+    let signed_in = crate::clock::now();
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
     users::insert_session_on(

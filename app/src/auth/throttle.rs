@@ -105,7 +105,7 @@ pub(super) fn remembered_block(
     client: &str,
     name: &str,
 ) -> Option<(std::time::Duration, bool)> {
-    let now = Utc::now();
+    let now = crate::clock::now();
     let blocks = lock(blocks());
     let key = |name: Option<&str>| {
         (
@@ -125,7 +125,7 @@ pub(super) fn remembered_block(
 pub(super) fn remember_block(store: &str, client: &str, name: Option<&str>, until: DateTime<Utc>) {
     let mut blocks = lock(blocks());
     if blocks.len() >= MAX_REMEMBERED_BLOCKS {
-        let now = Utc::now();
+        let now = crate::clock::now();
         blocks.retain(|_, until| *until > now);
         if blocks.len() >= MAX_REMEMBERED_BLOCKS {
             return;

@@ -294,7 +294,7 @@ pub async fn audit_on<C: ConnectionTrait>(conn: &C, entry: AuditEntry<'_>) -> Re
         conn.get_database_backend(),
         "INSERT INTO audit_log (at, actor, action, target, outcome, detail, address) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         vec![
-            Utc::now().into(),
+            crate::clock::now().into(),
             entry.actor.into(),
             entry.action.as_str().into(),
             entry.target.into(),

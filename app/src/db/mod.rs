@@ -100,12 +100,6 @@ pub struct Db {
     pub warm: Option<std::sync::Arc<warm::Warm>>,
 }
 
-impl Db {
-    pub fn backend(&self) -> DatabaseBackend {
-        self.dashboard.get_database_backend()
-    }
-}
-
 /// What knows which database a statement is for.
 pub trait Backend {
     fn database_backend(&self) -> DatabaseBackend;
@@ -153,6 +147,10 @@ pub fn statement(
 }
 
 impl Db {
+    pub fn backend(&self) -> DatabaseBackend {
+        self.dashboard.get_database_backend()
+    }
+
     /// Where a dashboard write runs (sign-in records, sessions, audit rows, user management),
     /// for as long as the returned guard lives. PostgreSQL: the dashboard's pool. SQLite: the
     /// single writer connection, so the write queues in the pool beside deliveries instead of

@@ -129,17 +129,17 @@ pub async fn find(
         end: Instant::now() + deadline,
         deadline,
     };
-    let run = |statement: Statement| within.run(statement);
     let backend = db.backend();
     let typed = q;
     let q = bare(typed);
     // The database's own lower case of what was typed: ids are compared in it.
-    let lowered = run(crate::db::statement(
-        backend,
-        "SELECT lower($1) AS l",
-        vec![q.into()],
-    ))
-    .await?;
+    let lowered = within
+        .run(crate::db::statement(
+            backend,
+            "SELECT lower($1) AS l",
+            vec![q.into()],
+        ))
+        .await?;
     let lower: String = lowered
         .first()
         .map(|r| r.try_get("", "l"))
@@ -149,35 +149,38 @@ pub async fn find(
     let mut found = Found::default();
     // The newest `scan_rows` deliveries: SQLite's whole search, and where both backends look for
     // a part of a text value (no index serves that).
-    let window = run(crate::db::statement(
-        backend,
-        format!(
-            "SELECT id FROM webhook_events ORDER BY id DESC LIMIT 1 OFFSET {}",
-            limits.scan_rows
-        ),
-        vec![],
-    ))
-    .await?
-    .first()
-    .map(|r| r.try_get::<i64>("", "id"))
-    .transpose()?;
+    let window = within
+        .run(crate::db::statement(
+            backend,
+            format!(
+                "SELECT id FROM webhook_events ORDER BY id DESC LIMIT 1 OFFSET {}",
+                limits.scan_rows
+            ),
+            vec![],
+        ))
+        .await?
+        .first()
+        .map(|r| r.try_get::<i64>("", "id"))
+        .transpose()?;
     // Not a spelling (`db::dialect`) but two algorithms: index ranges, or a bounded scan.
     let postgres = backend == DatabaseBackend::Postgres;
     let floor = if postgres {
         if let Some(statement) = indexed_ids(&lower, limits.shown) {
-            let rows = run(statement).await?;
+            let rows = within.run(statement).await?;
             id_rows(&rows, &lower, limits.shown, &mut found)?;
         }
         None
     } else {
         for statement in scanned_ids(q, window, limits.shown) {
-            let rows = run(statement).await?;
+            let rows = within.run(statement).await?;
             id_rows(&rows, &lower, limits.shown, &mut found)?;
         }
         window
     };
     let searched = searched_words(postgres, window.is_some(), limits.scan_rows);
-    let exact = run(exact_in_archive(backend, q, &lower, limits.shown)).await?;
+    let exact = within
+        .run(exact_in_archive(backend, q, &lower, limits.shown))
+        .await?;
     id_rows(&exact, &lower, limits.shown, &mut found)?;
 
     let mut c = Conditions::new();
@@ -185,7 +188,7 @@ pub async fn find(
     if let Some(floor) = floor {
         c.and_with(floor, |p| format!("id > {p}"));
     }
-    let body = run(crate::db::statement(
+    let body = within.run(crate::db::statement(
         backend,
         format!(
             "SELECT {EVENT_COLUMNS} FROM webhook_events {} ORDER BY received_at DESC, id DESC LIMIT {}",

@@ -115,14 +115,7 @@ async fn per_client(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let peer = request
-        .extensions()
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|connected| connected.0);
-    let client = state
-        .settings
-        .trusted_proxies
-        .client_of(peer, request.headers());
+    let client = crate::routes::client_of_request(&state, &request);
     if let Err(wait) = state.limits.clients.take(&client, CLIENT_REQUESTS_PER_SEC) {
         let request_id = RequestId::of(request.headers());
         return ApiError::TooManyRequests {

@@ -56,9 +56,9 @@ async fn a_secret_handed_over_unsigned_is_taken_only_for_a_waiting_operator(back
         (secret.as_str(), client.as_str()),
         (ASANA_SECRET, "127.0.0.1")
     );
-    // One handshake per wait: another one (a forger racing Asana) is refused. (After a second:
+    // One handshake per wait: another one (a forger racing Asana) is refused. (A second later:
     // the source takes two unsigned handshakes a second.)
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    app::clock::advance(std::time::Duration::from_millis(1100));
     let second = app
         .post("asana", &asana_handshake("forged-secret"), b"".to_vec())
         .await;

@@ -163,7 +163,7 @@ async fn the_delay_after_the_limit_doubles_with_each_failure(backend: Backend) {
     assert!(first.text.contains("second"), "{backend:?}: {first:?}");
 
     // Once the delay is over, one more password is checked, and the next delay is twice as long.
-    tokio::time::sleep(Duration::from_secs(r1) + Duration::from_millis(100)).await;
+    app::clock::advance(Duration::from_secs(r1) + Duration::from_millis(100));
     let checked = sign_in_as(&app, "olga", "wrong", client).await;
     assert_eq!(checked.status, 401, "{backend:?}: {checked:?}");
     let second = sign_in_as(&app, "olga", "wrong", client).await;
@@ -184,7 +184,7 @@ async fn the_delay_after_the_limit_doubles_with_each_failure(backend: Backend) {
         "{backend:?}"
     );
     // The right password, once the delay is over, gets in and clears the count of its client.
-    tokio::time::sleep(Duration::from_secs(r2) + Duration::from_millis(100)).await;
+    app::clock::advance(Duration::from_secs(r2) + Duration::from_millis(100));
     assert!(
         sign_in_as(&app, "olga", PASSWORD, client).await.succeeded(),
         "{backend:?}"
