@@ -55,6 +55,18 @@ impl DashboardError {
         }
     }
 
+    /// On the server, makes this error's status the answer's (a server function's error is a
+    /// 500 otherwise): the one place a dashboard error sets it.
+    #[cfg(feature = "ssr")]
+    pub fn answered(self) -> Self {
+        if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(
+                http::StatusCode::from_u16(self.status()).unwrap_or(http::StatusCode::BAD_REQUEST),
+            );
+        }
+        self
+    }
+
     /// Whether the page should offer to sign in again.
     pub fn needs_sign_in(&self) -> bool {
         matches!(self, DashboardError::SignInRequired)
@@ -104,7 +116,7 @@ impl FromServerFnError for DashboardError {
                 // On the server, the request's arguments did not decode: its fault, a 400 (a
                 // server function's error is a 500 unless its status is set).
                 #[cfg(feature = "ssr")]
-                let error = crate::guard::fail(error);
+                let error = error.answered();
                 error
             }
             ServerFnErrorErr::Serialization(detail) => {

@@ -24,10 +24,9 @@ pub struct SignedIn(pub Option<User>);
 #[derive(Clone, Debug)]
 pub struct ClientAddress(pub String);
 
-/// The one place a dashboard error sets the answer's status.
+/// `error`, as the answer ([`DashboardError::answered`]).
 pub fn fail(error: DashboardError) -> DashboardError {
-    set_status(StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST));
-    error
+    error.answered()
 }
 
 pub fn db() -> Result<Db, DashboardError> {

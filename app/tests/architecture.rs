@@ -15,7 +15,15 @@ use std::path::{Path, PathBuf};
 /// a cycle) or a lower one, never a higher one.
 const APP_LAYERS: &[&[&str]] = &[
     // Foundations: no knowledge of the database or the dashboard.
-    &["json", "url", "request_id", "model", "error", "blocking"],
+    &[
+        "json",
+        "url",
+        "request_id",
+        "model",
+        "error",
+        "blocking",
+        "clock",
+    ],
     // The domain's pure rules: deliveries, signatures, providers, how JSON is shown.
     &["envelope", "schemes", "providers", "present"],
     // Configuration and the header policy built from it.

@@ -50,6 +50,18 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The client address of a request as it is logged, limited and shown: its connection's
+    /// peer, or the client a trusted proxy in front of it forwarded for.
+    pub fn client_of(&self, request: &axum::extract::Request) -> String {
+        let peer = request
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|connected| connected.0);
+        self.settings
+            .trusted_proxies
+            .client_of(peer, request.headers())
+    }
+
     pub fn new(db: Db, config: Arc<Config>) -> AppState {
         let handle = metrics::install();
         AppState {

@@ -11,7 +11,7 @@ use app::auth;
 use app::guard::{ClientAddress, SignedIn};
 use app::{App, shell};
 use axum::Router;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::{self, Next};
@@ -19,7 +19,6 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use leptos::prelude::LeptosOptions;
 use leptos_axum::{LeptosRoutes, generate_route_list};
-use std::net::SocketAddr;
 use std::time::Duration;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -93,19 +92,6 @@ pub fn router(
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(SetRequestIdLayer::new(request_id, RandomRequestId))
         .layer(middleware::from_fn(drop_unfit_request_id))
-}
-
-/// The client address of a request as it is logged, limited and shown: its connection's peer,
-/// or the client a trusted proxy in front of it forwarded for.
-pub(crate) fn client_of_request(state: &AppState, request: &Request) -> String {
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|connected| connected.0);
-    state
-        .settings
-        .trusted_proxies
-        .client_of(peer, request.headers())
 }
 
 /// What every page's render is given: the database, the configuration, the session settings,
@@ -216,7 +202,7 @@ async fn guard_dashboard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let address = client_of_request(&state, &request);
+    let address = state.client_of(&request);
     request.extensions_mut().insert(ClientAddress(address));
     let path = request.uri().path().to_string();
 

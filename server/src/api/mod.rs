@@ -115,7 +115,7 @@ async fn per_client(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let client = crate::routes::client_of_request(&state, &request);
+    let client = state.client_of(&request);
     if let Err(wait) = state.limits.clients.take(&client, CLIENT_REQUESTS_PER_SEC) {
         let request_id = RequestId::of(request.headers());
         return ApiError::TooManyRequests {
