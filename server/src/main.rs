@@ -60,11 +60,19 @@ enum Command {
     /// Manage the tokens programs call /api/v1 with.
     #[command(subcommand)]
     Token(TokenCommand),
-    /// Delete archive rows older than the retention now (the server does it daily). Needs the
-    /// config file (HOOKBOX_CONFIG, else ./hookbox.toml) or --retention-days.
+    /// Delete archive rows older than the retention now (the server does it daily), and print
+    /// per source what went. Needs the config file (HOOKBOX_CONFIG, else ./hookbox.toml) or
+    /// --retention-days.
     Purge {
         #[command(flatten)]
         retention: RetentionArg,
+        /// Count what would go, and delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Apply the retention as it would apply at this instant (RFC 3339, e.g.
+        /// 2027-03-01T00:00:00Z) rather than now: a later one previews or tests the policy.
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
     },
     /// Check that the projection, the inbox and the archive agree; exit 1 while drift remains.
     /// Needs the config file (HOOKBOX_CONFIG, else ./hookbox.toml) or --retention-days.
@@ -178,8 +186,17 @@ async fn main() -> ExitCode {
             TokenCommand::List => server::tokens::list(&settings).await,
             TokenCommand::Revoke { name } => server::tokens::revoke(&settings, &name).await,
         },
-        Command::Purge { retention } => {
-            server::maintenance::purge(&settings, retention.retention_days).await
+        Command::Purge {
+            retention,
+            dry_run,
+            as_of,
+        } => {
+            let run = server::maintenance::PurgeRun {
+                retention_days: retention.retention_days,
+                dry_run,
+                as_of,
+            };
+            server::maintenance::purge(&settings, run).await
         }
         Command::Verify { repair, retention } => {
             server::maintenance::verify(&settings, repair, retention.retention_days).await

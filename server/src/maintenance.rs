@@ -77,26 +77,74 @@ fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// Applies the archive retention now and prints the cutoff, then how many rows went.
-pub async fn purge(settings: &Settings, retention_days: Option<u32>) -> anyhow::Result<()> {
-    let retention = Retention::resolve(retention_days)?;
-    let cutoff = retention.cutoff();
-    println!(
-        "{retention}: purging archive rows received before {}",
-        timestamp(cutoff)
-    );
+/// What `hookbox purge` was asked.
+pub struct PurgeRun {
+    /// `--retention-days`.
+    pub retention_days: Option<u32>,
+    /// `--dry-run`: count, delete nothing.
+    pub dry_run: bool,
+    /// `--as-of`: the instant the retention is applied at (now when absent).
+    pub as_of: Option<DateTime<Utc>>,
+}
+
+/// Applies the archive retention at `run.as_of` (now) and prints the cutoff, then how many rows
+/// went, per source; with `run.dry_run`, how many would.
+pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
+    let retention = Retention::resolve(run.retention_days)?;
+    let at = run.as_of.unwrap_or_else(Utc::now);
+    let cutoff = purge::retention_cutoff(at, retention.days).trunc_subsecs(0);
+    let (doing, done) = if run.dry_run {
+        (
+            "dry run, deleting nothing: archive rows received before",
+            "would purge",
+        )
+    } else {
+        ("purging archive rows received before", "purged")
+    };
+    println!("{retention}: {doing} {}", timestamp(cutoff));
     let db = connect_and_migrate(settings).await?;
-    let rows = purge::purge_archive(&db, cutoff, purge::DEFAULT_BATCH)
+    if run.dry_run {
+        let audit_cutoff = retention
+            .audit_days
+            .map(|days| purge::retention_cutoff(at, days).trunc_subsecs(0));
+        let due = purge::due(&db, cutoff, audit_cutoff.unwrap_or(cutoff))
+            .await
+            .context("count what the purge would delete")?;
+        let rows: u64 = due.archive.values().sum();
+        println!(
+            "{done} {rows} archive rows: {}",
+            purge::per_source(&due.archive)
+        );
+        println!(
+            "{done} {} forward deliveries that were delivered or superseded",
+            due.forwarded
+        );
+        match (retention.audit_days, audit_cutoff) {
+            (Some(days), Some(audit_cutoff)) => println!(
+                "audit retention {days} days (from {}): {done} {} audit rows from before {}",
+                retention.from,
+                due.audit,
+                timestamp(audit_cutoff)
+            ),
+            _ => println!("audit log left as it is: its retention comes from the config file"),
+        }
+        return Ok(());
+    }
+    let by_source = purge::purge_archive_by_source(&db, cutoff, purge::DEFAULT_BATCH)
         .await
         .context("purge the archive")?;
-    println!("purged {rows} archive rows");
+    let rows: u64 = by_source.values().sum();
+    println!(
+        "{done} {rows} archive rows: {}",
+        purge::per_source(&by_source)
+    );
     let rows = purge::purge_forwarded(&db, cutoff, purge::DEFAULT_BATCH)
         .await
         .context("purge the forward deliveries")?;
-    println!("purged {rows} forward deliveries that were delivered or superseded");
+    println!("{done} {rows} forward deliveries that were delivered or superseded");
     match retention.audit_days {
         Some(days) => {
-            let audit_cutoff = purge::retention_cutoff(Utc::now(), days).trunc_subsecs(0);
+            let audit_cutoff = purge::retention_cutoff(at, days).trunc_subsecs(0);
             let rows = purge::purge_audit(&db, audit_cutoff, purge::DEFAULT_BATCH)
                 .await
                 .context("purge the audit log")?;
@@ -109,7 +157,7 @@ pub async fn purge(settings: &Settings, retention_days: Option<u32>) -> anyhow::
         None => println!("audit log left as it is: its retention comes from the config file"),
     }
     if let Some(days) = retention.rejected_days {
-        let cutoff = purge::retention_cutoff(Utc::now(), days).trunc_subsecs(0);
+        let cutoff = purge::retention_cutoff(at, days).trunc_subsecs(0);
         let rows =
             app::db::rejected::purge_older_than(db.maintenance(), cutoff, purge::DEFAULT_BATCH)
                 .await

@@ -21,6 +21,21 @@ pub const DEFAULT_BATCH: usize = 1000;
 pub const FIRST_RUN_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 pub const INTERVAL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
+/// Archive rows per source: what a purge deleted, or what it would.
+pub type BySource = std::collections::BTreeMap<String, u64>;
+
+/// `shop 3, crm 1` (by name), or `none`.
+pub fn per_source(by_source: &BySource) -> String {
+    if by_source.is_empty() {
+        return "none".into();
+    }
+    by_source
+        .iter()
+        .map(|(source, n)| format!("{source} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Archive rows received before this time are purged.
 pub fn retention_cutoff(now: DateTime<Utc>, retention_days: u32) -> DateTime<Utc> {
     now - Duration::days(i64::from(retention_days))
@@ -30,14 +45,29 @@ pub fn retention_cutoff(now: DateTime<Utc>, retention_days: u32) -> DateTime<Utc
 /// returns how many were deleted. Rows that replayed a purged row keep their place; their
 /// `replay_of` becomes null (`ON DELETE SET NULL`).
 pub async fn purge_archive(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Result<u64, DbErr> {
+    Ok(purge_archive_by_source(db, older_than, batch)
+        .await?
+        .values()
+        .sum())
+}
+
+/// [`purge_archive`], answering how many rows of each source went.
+pub async fn purge_archive_by_source(
+    db: &Db,
+    older_than: DateTime<Utc>,
+    batch: usize,
+) -> Result<BySource, DbErr> {
     let batch = batch.max(1);
-    let mut total = 0;
+    let mut total = BySource::new();
     loop {
         let transaction = db.maintenance().begin().await?;
-        let deleted = purge_batch(&transaction, older_than, batch).await?;
+        let deleted = delete_batch(&transaction, older_than, batch).await?;
         transaction.commit().await?;
-        total += deleted;
-        if deleted < batch as u64 {
+        let count: u64 = deleted.values().sum();
+        for (source, n) in deleted {
+            *total.entry(source).or_default() += n;
+        }
+        if count < batch as u64 {
             return Ok(total);
         }
     }
@@ -54,12 +84,21 @@ pub async fn purge_batch<C: ConnectionTrait>(
     older_than: DateTime<Utc>,
     batch: usize,
 ) -> Result<u64, DbErr> {
+    Ok(delete_batch(conn, older_than, batch).await?.values().sum())
+}
+
+/// [`purge_batch`], answering how many rows of each source went.
+async fn delete_batch<C: ConnectionTrait>(
+    conn: &C,
+    older_than: DateTime<Utc>,
+    batch: usize,
+) -> Result<BySource, DbErr> {
     let backend = conn.get_database_backend();
     let sql = format!(
         "DELETE FROM webhook_events WHERE id IN (
              SELECT id FROM webhook_events WHERE received_at < $1
              ORDER BY received_at LIMIT $2{})
-         RETURNING feed_tx, id",
+         RETURNING feed_tx, id, source",
         Dialect::of(backend).lock_skipping_locked()
     );
     let limit = i64::try_from(batch).unwrap_or(i64::MAX);
@@ -71,17 +110,75 @@ pub async fn purge_batch<C: ConnectionTrait>(
         ))
         .await?;
     let mut through: Option<Cursor> = None;
+    let mut by_source = BySource::new();
     for row in &deleted {
         let place = Cursor {
             tx: row.try_get("", "feed_tx")?,
             id: row.try_get("", "id")?,
         };
         through = through.max(Some(place));
+        *by_source.entry(row.try_get("", "source")?).or_default() += 1;
     }
     if let Some(through) = through {
         crate::feed::record_purged(conn, through).await?;
     }
-    Ok(deleted.len() as u64)
+    Ok(by_source)
+}
+
+/// What a purge at `older_than` would delete, counted without deleting: the archive rows per
+/// source, the forward deliveries that are done, the audit rows (at `audit_older_than`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Due {
+    pub archive: BySource,
+    pub forwarded: u64,
+    pub audit: u64,
+}
+
+/// Counts what a purge would delete ([`Due`]).
+pub async fn due(
+    db: &Db,
+    older_than: DateTime<Utc>,
+    audit_older_than: DateTime<Utc>,
+) -> Result<Due, DbErr> {
+    let conn = db.maintenance();
+    let backend = conn.get_database_backend();
+    let rows = conn
+        .query_all_raw(crate::db::statement(
+            backend,
+            "SELECT source, count(*) AS n FROM webhook_events WHERE received_at < $1
+             GROUP BY source ORDER BY source",
+            vec![older_than.into()],
+        ))
+        .await?;
+    let mut archive = BySource::new();
+    for row in &rows {
+        let n: i64 = row.try_get("", "n")?;
+        archive.insert(row.try_get("", "source")?, n.max(0).unsigned_abs());
+    }
+    let count = |sql: &'static str, at: DateTime<Utc>| async move {
+        let row = conn
+            .query_one_raw(crate::db::statement(backend, sql, vec![at.into()]))
+            .await?;
+        let n: i64 = match row {
+            Some(row) => row.try_get("", "n")?,
+            None => 0,
+        };
+        Ok::<u64, DbErr>(n.max(0).unsigned_abs())
+    };
+    Ok(Due {
+        archive,
+        forwarded: count(
+            "SELECT count(*) AS n FROM forward_deliveries
+             WHERE created_at < $1 AND status IN ('delivered', 'superseded')",
+            older_than,
+        )
+        .await?,
+        audit: count(
+            "SELECT count(*) AS n FROM audit_log WHERE at < $1",
+            audit_older_than,
+        )
+        .await?,
+    })
 }
 
 /// Deletes the audit rows (sign-ins, replays, exports, …) older than `older_than`, `batch` per
@@ -150,15 +247,17 @@ pub const LAST_PURGE: &str = "hookbox_last_purge_timestamp_seconds";
 pub async fn run_once(db: &Db, retention_days: u32, audit_retention_days: u32) {
     let cutoff = retention_cutoff(Utc::now(), retention_days);
     let started = std::time::Instant::now();
-    let result = purge_archive(db, cutoff, DEFAULT_BATCH).await;
+    let result = purge_archive_by_source(db, cutoff, DEFAULT_BATCH).await;
     let outcome = if result.is_ok() { "ok" } else { "failed" };
     metrics::counter!("hookbox_purge_runs_total", "outcome" => outcome).increment(1);
     match result {
-        Ok(rows) => {
+        Ok(by_source) => {
+            let rows = by_source.values().sum();
             metrics::counter!("hookbox_purge_deleted_rows_total").increment(rows);
             metrics::gauge!(LAST_PURGE).set(Utc::now().timestamp_micros() as f64 / 1e6);
             tracing::info!(
                 rows,
+                per_source = %per_source(&by_source),
                 retention_days,
                 cutoff = %cutoff.to_rfc3339(),
                 elapsed_ms = started.elapsed().as_millis() as u64,

@@ -2,6 +2,7 @@
 //! they print and their exit codes.
 
 use super::*;
+use chrono::SecondsFormat;
 
 /// Runs `hookbox ARGS` on a database in the folder `dir`, with `HOOKBOX_CONFIG` unset unless
 /// `config_var` gives it; returns (exit code, standard output, standard error).
@@ -168,7 +169,7 @@ async fn purge_prints_the_cutoff_it_uses() {
             && cutoff <= after - Duration::days(60),
         "{cutoff} is not 60 days before the run"
     );
-    assert_eq!(lines[1], "purged 1 archive rows", "{out}");
+    assert_eq!(lines[1], "purged 1 archive rows: shop 1", "{out}");
     assert_eq!(
         lines[2], "purged 0 forward deliveries that were delivered or superseded",
         "{out}"
@@ -203,8 +204,76 @@ async fn purge_prints_the_cutoff_it_uses() {
         ),
         "{out}"
     );
-    assert!(out.contains("\npurged 1 archive rows\n"), "{out}");
+    assert!(out.contains("\npurged 1 archive rows: shop 1\n"), "{out}");
     assert_eq!(archive_ids(db).await, vec![five_days_ago]);
+}
+
+#[tokio::test]
+async fn a_dry_run_counts_per_source_what_would_go_and_as_of_applies_the_retention_at_that_instant()
+{
+    let test_db = test_db(Backend::Postgres).await;
+    let db = &test_db.db;
+    let [hundred_days_ago, forty_days_ago, five_days_ago] = three_ages_of_archive(db).await;
+    let all = vec![hundred_days_ago, forty_days_ago, five_days_ago];
+
+    // Now, a 30-day retention would take the rows of 100 and 40 days ago; nothing goes.
+    let (code, out, err) = hookbox(
+        &test_db.url,
+        &["purge", "--retention-days", "30", "--dry-run"],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.starts_with(
+            "retention 30 days (from --retention-days): dry run, deleting nothing: archive rows received before "
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nwould purge 2 archive rows: shop 2\nwould purge 0 forward deliveries"),
+        "{out}"
+    );
+    assert_eq!(archive_ids(db).await, all);
+
+    // As it would apply 30 days from now: every row is older than 30 days by then.
+    let later = (Utc::now() + Duration::days(30)).to_rfc3339_opts(SecondsFormat::Secs, true);
+    let (code, out, err) = hookbox(
+        &test_db.url,
+        &[
+            "purge",
+            "--retention-days",
+            "30",
+            "--dry-run",
+            "--as-of",
+            &later,
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("\nwould purge 3 archive rows: shop 3\n"),
+        "{out}"
+    );
+    let cutoff = printed_time(&out, "archive rows received before ");
+    assert!((Utc::now() - cutoff).num_seconds().abs() < 60, "{out}");
+    assert_eq!(archive_ids(db).await, all);
+
+    // As it would apply 50 days ago: only the row of 100 days ago was past 30 days then; it goes.
+    let earlier = (Utc::now() - Duration::days(50)).to_rfc3339_opts(SecondsFormat::Secs, true);
+    let (code, out, err) = hookbox(
+        &test_db.url,
+        &["purge", "--retention-days", "30", "--as-of", &earlier],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("\npurged 1 archive rows: shop 1\n"), "{out}");
+    assert_eq!(archive_ids(db).await, vec![forty_days_ago, five_days_ago]);
+
+    // A time that is not RFC 3339 is refused by name, before anything is touched.
+    let (code, _, err) = hookbox(
+        &test_db.url,
+        &["purge", "--retention-days", "1", "--as-of", "yesterday"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--as-of"), "{err}");
+    assert_eq!(archive_ids(db).await, vec![forty_days_ago, five_days_ago]);
 }
 
 #[tokio::test]
@@ -227,7 +296,7 @@ async fn purge_with_a_retention_flag_needs_no_config_file() {
     );
     assert!(
         out.ends_with(
-            "purged 2 archive rows\npurged 0 forward deliveries that were delivered or superseded\naudit log left as it is: its retention comes from the config file\n"
+            "purged 2 archive rows: shop 2\npurged 0 forward deliveries that were delivered or superseded\naudit log left as it is: its retention comes from the config file\n"
         ),
         "{out}"
     );
@@ -256,7 +325,7 @@ async fn the_purge_and_verify_commands_print_what_they_did_and_exit_1_on_drift()
     );
     assert!(
         out.contains(
-            "\npurged 1 archive rows\npurged 0 forward deliveries that were delivered or superseded\naudit log left as it is"
+            "\npurged 1 archive rows: shop 1\npurged 0 forward deliveries that were delivered or superseded\naudit log left as it is"
         ),
         "{out}"
     );
