@@ -352,6 +352,7 @@ event_type = "header:X-Event"
                 keys: Vec::new(),
                 tolerance_secs: 300,
                 rate_limit_per_sec: None,
+                retention_days: None,
                 mapping: crate::envelope::Mapping::snapshot_envelope(),
                 forward: Vec::new(),
             };

@@ -25,6 +25,7 @@ mod m20261204_000020_feed;
 mod m20261205_000021_feed_owners;
 mod m20261205_000022_problem_reasons;
 mod m20261205_000023_body_doc_not_parallel;
+mod m20261206_000024_retention_per_source;
 
 pub struct Migrator;
 
@@ -55,6 +56,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000021_feed_owners::Migration),
             Box::new(m20261205_000022_problem_reasons::Migration),
             Box::new(m20261205_000023_body_doc_not_parallel::Migration),
+            Box::new(m20261206_000024_retention_per_source::Migration),
         ]
     }
 }

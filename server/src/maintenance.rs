@@ -17,6 +17,9 @@ use std::path::Path;
 /// The archive retention a command applies, and where it was read.
 struct Retention {
     days: u32,
+    /// Each source's retention: `days` for every source with the flag; with the config file,
+    /// its sources' own where they have one.
+    policy: purge::Policy,
     from: String,
     /// `server.audit_retention_days`, when a config file was read.
     audit_days: Option<u32>,
@@ -31,13 +34,14 @@ impl Retention {
         if let Some(days) = flag {
             return Ok(Retention {
                 days,
+                policy: purge::Policy::uniform(days),
                 from: "--retention-days".into(),
                 audit_days: None,
                 rejected_days: None,
             });
         }
         let config = Config::load_from_env()?;
-        let Some(path) = config.path else {
+        let Some(path) = config.path.clone() else {
             bail!(
                 "no config file to take server.retention_days from: {CONFIG_ENV} is unset and \
                  there is no {}; give --retention-days N, or set {CONFIG_ENV} to the config file",
@@ -46,16 +50,40 @@ impl Retention {
         };
         Ok(Retention {
             days: config.server.retention_days,
+            policy: purge::Policy::of(&config),
             from: absolute(&path),
             audit_days: Some(config.server.audit_retention_days),
             rejected_days: Some(config.server.rejected_retention_days),
         })
     }
 
-    /// Archive rows received before this instant are past the retention (whole seconds, so the
-    /// printed cutoff is the one applied).
-    fn cutoff(&self) -> DateTime<Utc> {
-        purge::retention_cutoff(Utc::now(), self.days).trunc_subsecs(0)
+    /// Where each source's retention ends at `at`, in whole seconds (so the printed cutoffs are
+    /// the ones applied).
+    fn cutoffs(&self, at: DateTime<Utc>) -> purge::Cutoffs {
+        let cutoffs = self.policy.at(at);
+        purge::Cutoffs {
+            own: cutoffs
+                .own
+                .into_iter()
+                .map(|(source, cutoff)| (source, cutoff.trunc_subsecs(0)))
+                .collect(),
+            rest: cutoffs.rest.trunc_subsecs(0),
+        }
+    }
+
+    /// One line per source with a retention of its own: its days and its cutoff.
+    fn own_lines(&self, cutoffs: &purge::Cutoffs) -> String {
+        cutoffs
+            .own
+            .iter()
+            .map(|(source, cutoff)| {
+                let days = self.policy.own.get(source).copied().unwrap_or(self.days);
+                format!(
+                    "source {source}: retention {days} days of its own: rows received before {}\n",
+                    timestamp(*cutoff)
+                )
+            })
+            .collect()
     }
 }
 
@@ -92,7 +120,8 @@ pub struct PurgeRun {
 pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
     let retention = Retention::resolve(run.retention_days)?;
     let at = run.as_of.unwrap_or_else(Utc::now);
-    let cutoff = purge::retention_cutoff(at, retention.days).trunc_subsecs(0);
+    let cutoffs = retention.cutoffs(at);
+    let cutoff = cutoffs.rest;
     let (doing, done) = if run.dry_run {
         (
             "dry run, deleting nothing: archive rows received before",
@@ -102,12 +131,13 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
         ("purging archive rows received before", "purged")
     };
     println!("{retention}: {doing} {}", timestamp(cutoff));
+    print!("{}", retention.own_lines(&cutoffs));
     let db = connect_and_migrate(settings).await?;
     if run.dry_run {
         let audit_cutoff = retention
             .audit_days
             .map(|days| purge::retention_cutoff(at, days).trunc_subsecs(0));
-        let due = purge::due(&db, cutoff, audit_cutoff.unwrap_or(cutoff))
+        let due = purge::due(&db, &cutoffs, audit_cutoff.unwrap_or(cutoff))
             .await
             .context("count what the purge would delete")?;
         let rows: u64 = due.archive.values().sum();
@@ -130,7 +160,7 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let by_source = purge::purge_archive_by_source(&db, cutoff, purge::DEFAULT_BATCH)
+    let by_source = purge::purge_archive_by_source(&db, &cutoffs, purge::DEFAULT_BATCH)
         .await
         .context("purge the archive")?;
     let rows: u64 = by_source.values().sum();
@@ -138,7 +168,7 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
         "{done} {rows} archive rows: {}",
         purge::per_source(&by_source)
     );
-    let rows = purge::purge_forwarded(&db, cutoff, purge::DEFAULT_BATCH)
+    let rows = purge::purge_forwarded(&db, cutoffs.clone(), purge::DEFAULT_BATCH)
         .await
         .context("purge the forward deliveries")?;
     println!("{done} {rows} forward deliveries that were delivered or superseded");
@@ -179,13 +209,14 @@ pub async fn verify(
     retention_days: Option<u32>,
 ) -> anyhow::Result<()> {
     let retention = Retention::resolve(retention_days)?;
-    let cutoff = retention.cutoff();
+    let cutoffs = retention.cutoffs(Utc::now());
     println!(
         "{retention}: inbox rows received from {} on must have an archive row",
-        timestamp(cutoff)
+        timestamp(cutoffs.rest)
     );
+    print!("{}", retention.own_lines(&cutoffs));
     let db = connect_and_migrate(settings).await?;
-    let report = verify::verify(&db, cutoff, repair)
+    let report = verify::verify(&db, cutoffs, repair)
         .await
         .context("verify the invariants")?;
     for drift in &report.drifts {

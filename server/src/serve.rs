@@ -62,7 +62,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         "daily purge",
         app::maintenance::purge::run_daily(
             db.clone(),
-            config.server.retention_days,
+            app::maintenance::purge::Policy::of(&config),
             config.server.audit_retention_days,
             background.stopped(),
         ),

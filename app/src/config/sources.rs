@@ -19,6 +19,7 @@ const SOURCE_KEYS: &[&str] = &[
     "secrets_env",
     "tolerance_secs",
     "rate_limit_per_sec",
+    "retention_days",
     "mode",
     "event_id",
     "object_id",
@@ -62,6 +63,9 @@ pub struct Source {
     /// Deliveries a second this process accepts for the source (a burst of as many); beyond
     /// that, 429 with `Retry-After`. None: unlimited.
     pub rate_limit_per_sec: Option<u32>,
+    /// How long its archive rows (and its done forward deliveries) are kept, in days, when not
+    /// `[server] retention_days`.
+    pub retention_days: Option<u32>,
     pub mapping: Mapping,
     /// The destinations its accepted events are forwarded to (`forward = [...]`).
     pub forward: Vec<String>,
@@ -137,6 +141,7 @@ pub(super) fn read_source(
             .unwrap_or(DEFAULT_TOLERANCE_SECS)
     });
     let rate_limit_per_sec = keys.number("rate_limit_per_sec", 1);
+    let retention_days = keys.number("retention_days", 1);
 
     let mode = read_mode(&mut keys, preset);
     let mapping = read_mapping(&mut keys, preset, mode);
@@ -157,6 +162,7 @@ pub(super) fn read_source(
             keys: secret_keys,
             tolerance_secs,
             rate_limit_per_sec,
+            retention_days,
             mapping,
             forward,
         }),

@@ -487,3 +487,35 @@ fn a_destination_url_is_parsed_as_the_url_crate_reads_it_and_an_ambiguous_one_re
         assert!(!shown.contains("user") && !shown.contains("pw"), "{shown}");
     }
 }
+
+#[test]
+fn a_source_keeps_its_archive_its_own_days_or_the_servers() {
+    let config = parse(
+        "[server]\nretention_days = 30\n\
+         [[sources]]\nname = \"payments\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\nretention_days = 400\n\
+         [[sources]]\nname = \"chat\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\n",
+        &[("S", "s3cret")],
+    )
+    .expect("valid");
+    assert_eq!(
+        config.source("payments").expect("declared").retention_days,
+        Some(400)
+    );
+    assert_eq!(
+        config.source("chat").expect("declared").retention_days,
+        None
+    );
+    let policy = crate::maintenance::purge::Policy::of(&config);
+    assert_eq!(policy.default_days, 30);
+    assert_eq!(
+        policy.own.into_iter().collect::<Vec<_>>(),
+        [("payments".to_string(), 400)]
+    );
+
+    let e = problem(
+        "[[sources]]\nname = \"chat\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\nretention_days = 0\n",
+        &[("S", "s3cret")],
+    );
+    assert_eq!(where_(&e), (Some("chat"), Some("retention_days")), "{e}");
+    assert!(e.to_string().contains("at least 1"), "{e}");
+}

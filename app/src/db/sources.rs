@@ -201,7 +201,11 @@ pub async fn summaries(
             .map_or(0, |row| row.processed + row.skipped + row.failed);
         let activity = activity(db, &source.name, now).await?;
         let recent = recent_failures(db, &source.name, now).await?;
-        list.push(summary(source, activity, received_24h, recent));
+        let mut summary = summary(source, activity, received_24h, recent);
+        summary.retention_days = source
+            .retention_days
+            .unwrap_or(config.server.retention_days);
+        list.push(summary);
     }
     Ok(list)
 }
@@ -267,6 +271,8 @@ fn summary(
         mode: source.mapping.mode.name().to_string(),
         forward: source.forward.clone(),
         rate_limit_per_sec: source.rate_limit_per_sec,
+        retention_days: source.retention_days.unwrap_or_default(),
+        own_retention: source.retention_days.is_some(),
         last_received: activity.last.map(|t| t.to_rfc3339()),
         received_24h: u64::try_from(received_24h).unwrap_or(0),
         silence: activity.silence,

@@ -186,7 +186,7 @@ pub async fn put(
     by: Putter<'_>,
 ) -> Result<(Consumer, bool), ConsumerError> {
     let before = get(db, name).await?;
-    let start = super::earliest(db).await?;
+    let start = super::earliest(db, selection.sources.as_deref()).await?;
     let json = |names: &Option<Vec<String>>| {
         names
             .as_ref()
@@ -397,9 +397,9 @@ pub async fn seek(
 ) -> Result<Consumer, ConsumerError> {
     let consumer = lease(db, name, holder).await?;
     let cursor = match to {
-        Seek::Earliest => super::earliest(db).await?,
+        Seek::Earliest => super::earliest(db, consumer.selection().sources.as_deref()).await?,
         Seek::Latest => super::latest(db).await?,
-        Seek::Time(at) => super::at_time(db, at).await?,
+        Seek::Time(at) => super::at_time(db, at, consumer.selection().sources.as_deref()).await?,
     };
     let moved = move_to(db, &consumer, cursor, false).await?;
     let detail = format!("from {} to {}", consumer.committed, moved.committed);

@@ -7,8 +7,9 @@
 //!   so a reader that passed a cursor never misses what commits behind it. On SQLite one writer
 //!   at a time makes id order commit order.
 //! - A [`Cursor`] is a place in that order; the feed answers the items after it.
-//! - Retention: the archive's purge records the last place it deleted ([`record_purged`]); a
-//!   cursor before it asks for rows that are gone ([`FeedError::Gone`]).
+//! - Retention: the archive's purge records the last place it deleted of each source
+//!   ([`record_purged`]); a cursor before that of a source the reader takes asks for rows that
+//!   are gone ([`FeedError::Gone`]).
 //! - Bounds: at most [`MAX_LIMIT`] items and about [`PAGE_BYTES`] of bodies a page (always at
 //!   least one item), read on the dashboard's pool under its statement timeout.
 //!
@@ -254,35 +255,71 @@ impl fmt::Display for FeedError {
     }
 }
 
-/// The greatest place the archive's purge deleted, if it deleted any.
-pub async fn purged_through<C: ConnectionTrait>(conn: &C) -> Result<Option<Cursor>, DbErr> {
+/// The greatest place the archive's purge deleted among the rows of `sources` (`None`: of every
+/// source), if it deleted any: each source's purge records its own ([`record_purged`]), as
+/// sources keep their rows for different times; the place recorded before purges were per
+/// source (`feed_horizon`) counts for every source.
+pub async fn purged_through<C: ConnectionTrait>(
+    conn: &C,
+    sources: Option<&[String]>,
+) -> Result<Option<Cursor>, DbErr> {
+    let mut values: Vec<sea_orm::Value> = Vec::new();
+    let of_sources = match sources {
+        None => String::new(),
+        Some(sources) => {
+            let places: Vec<String> = sources
+                .iter()
+                .map(|source| {
+                    values.push(source.clone().into());
+                    format!("${}", values.len())
+                })
+                .collect();
+            if places.is_empty() {
+                " WHERE 1 = 0".into()
+            } else {
+                format!(" WHERE source IN ({})", places.join(", "))
+            }
+        }
+    };
     let row = conn
         .query_one_raw(crate::db::statement(
             conn.get_database_backend(),
-            "SELECT feed_tx, id FROM feed_horizon WHERE k = 1",
-            vec![],
+            format!(
+                "SELECT feed_tx, id FROM (
+                   SELECT feed_tx, id FROM feed_horizon WHERE k = 1
+                   UNION ALL
+                   SELECT feed_tx, id FROM feed_source_horizons{of_sources}
+                 ) AS purged ORDER BY feed_tx DESC, id DESC LIMIT 1"
+            ),
+            values,
         ))
         .await?;
     row.map(|r| cursor_of(&r, "feed_tx", "id")).transpose()
 }
 
-/// Records that the purge deleted rows up to `through` (never moves back); run in the purge's
-/// own transaction.
-pub async fn record_purged<C: ConnectionTrait>(conn: &C, through: Cursor) -> Result<(), DbErr> {
+/// Records that the purge deleted rows of `source` up to `through` (never moves back); run in
+/// the purge's own transaction.
+pub async fn record_purged<C: ConnectionTrait>(
+    conn: &C,
+    source: &str,
+    through: Cursor,
+) -> Result<(), DbErr> {
     conn.execute_raw(crate::db::statement(
         conn.get_database_backend(),
-        "INSERT INTO feed_horizon (k, feed_tx, id) VALUES (1, $1, $2)
-         ON CONFLICT (k) DO UPDATE SET feed_tx = excluded.feed_tx, id = excluded.id
-         WHERE (feed_horizon.feed_tx, feed_horizon.id) < (excluded.feed_tx, excluded.id)",
-        vec![through.tx.into(), through.id.into()],
+        "INSERT INTO feed_source_horizons (source, feed_tx, id) VALUES ($1, $2, $3)
+         ON CONFLICT (source) DO UPDATE SET feed_tx = excluded.feed_tx, id = excluded.id
+         WHERE (feed_source_horizons.feed_tx, feed_source_horizons.id)
+               < (excluded.feed_tx, excluded.id)",
+        vec![source.into(), through.tx.into(), through.id.into()],
     ))
     .await?;
     Ok(())
 }
 
-/// The earliest cursor still served: after the last purged place, or the start.
-pub async fn earliest(db: &Db) -> Result<Cursor, DbErr> {
-    Ok(purged_through(&db.dashboard)
+/// The earliest cursor still served to a reader of `sources` (`None`: every source): after the
+/// last place purged among their rows, or the start.
+pub async fn earliest(db: &Db, sources: Option<&[String]>) -> Result<Cursor, DbErr> {
+    Ok(purged_through(&db.dashboard, sources)
         .await?
         .unwrap_or(Cursor::START))
 }
@@ -291,7 +328,7 @@ pub async fn earliest(db: &Db) -> Result<Cursor, DbErr> {
 pub async fn latest(db: &Db) -> Result<Cursor, DbErr> {
     match latest_served(db).await? {
         Some(served) => Ok(served),
-        None => earliest(db).await,
+        None => earliest(db, None).await,
     }
 }
 
@@ -358,7 +395,11 @@ async fn latest_served_of(db: &Db, sources: &[String]) -> Result<Option<Cursor>,
 
 /// The cursor just before the first delivery received at or after `at` (by its receipt time),
 /// or [`latest`] when none was.
-pub async fn at_time(db: &Db, at: DateTime<Utc>) -> Result<Cursor, DbErr> {
+pub async fn at_time(
+    db: &Db,
+    at: DateTime<Utc>,
+    sources: Option<&[String]>,
+) -> Result<Cursor, DbErr> {
     let row = db
         .dashboard
         .query_one_raw(crate::db::statement(
@@ -372,7 +413,7 @@ pub async fn at_time(db: &Db, at: DateTime<Utc>) -> Result<Cursor, DbErr> {
         Some(row) => Cursor::before(cursor_of(&row, "feed_tx", "id")?),
         None => return latest(db).await,
     };
-    Ok(found.max(earliest(db).await?))
+    Ok(found.max(earliest(db, sources).await?))
 }
 
 /// The items after `after` (from the oldest kept when `None`) that `selection` takes, at most
@@ -383,7 +424,7 @@ pub async fn read(
     selection: &Selection,
     limit: usize,
 ) -> Result<Page, FeedError> {
-    let purged = purged_through(&db.dashboard).await?;
+    let purged = purged_through(&db.dashboard, selection.sources.as_deref()).await?;
     let after = match (after, purged) {
         (Some(after), Some(purged)) if after < purged => {
             return Err(FeedError::Gone { oldest: purged });

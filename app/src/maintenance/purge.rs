@@ -8,11 +8,14 @@
 //! horizon: `feed::record_purged`), so no lock is held for
 //! long and ingest (which only inserts new archive rows) never waits on a purge.
 
+use crate::config::Config;
 use crate::db::Db;
+use crate::db::conditions::Conditions;
 use crate::db::dialect::Dialect;
 use crate::feed::Cursor;
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{ConnectionTrait, DbErr, TransactionTrait};
+use std::collections::BTreeMap;
 
 /// Rows per delete statement.
 pub const DEFAULT_BATCH: usize = 1000;
@@ -22,7 +25,7 @@ pub const FIRST_RUN_AFTER: std::time::Duration = std::time::Duration::from_secs(
 pub const INTERVAL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// Archive rows per source: what a purge deleted, or what it would.
-pub type BySource = std::collections::BTreeMap<String, u64>;
+pub type BySource = BTreeMap<String, u64>;
 
 /// `shop 3, crm 1` (by name), or `none`.
 pub fn per_source(by_source: &BySource) -> String {
@@ -36,16 +39,106 @@ pub fn per_source(by_source: &BySource) -> String {
         .join(", ")
 }
 
-/// Archive rows received before this time are purged.
+/// Archive rows received before this time are purged (the earliest time there is, for a
+/// retention longer than the calendar).
 pub fn retention_cutoff(now: DateTime<Utc>, retention_days: u32) -> DateTime<Utc> {
-    now - Duration::days(i64::from(retention_days))
+    now.checked_sub_signed(Duration::days(i64::from(retention_days)))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
-/// Deletes every archive row received before `older_than`, `batch` rows per statement, and
-/// returns how many were deleted. Rows that replayed a purged row keep their place; their
-/// `replay_of` becomes null (`ON DELETE SET NULL`).
-pub async fn purge_archive(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Result<u64, DbErr> {
-    Ok(purge_archive_by_source(db, older_than, batch)
+/// How long each source's archive rows (and its done forward deliveries) are kept: its own
+/// `retention_days`, else `[server] retention_days`, which also keeps the rows of sources no
+/// longer configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub default_days: u32,
+    /// The sources with a retention of their own.
+    pub own: BTreeMap<String, u32>,
+}
+
+impl Policy {
+    pub fn of(config: &Config) -> Policy {
+        Policy {
+            default_days: config.server.retention_days,
+            own: config
+                .sources
+                .iter()
+                .filter_map(|s| Some((s.name.clone(), s.retention_days?)))
+                .collect(),
+        }
+    }
+
+    /// Every source kept `days`.
+    pub fn uniform(days: u32) -> Policy {
+        Policy {
+            default_days: days,
+            own: BTreeMap::new(),
+        }
+    }
+
+    /// The cutoffs of this policy at `at`.
+    pub fn at(&self, at: DateTime<Utc>) -> Cutoffs {
+        Cutoffs {
+            own: self
+                .own
+                .iter()
+                .map(|(source, days)| (source.clone(), retention_cutoff(at, *days)))
+                .collect(),
+            rest: retention_cutoff(at, self.default_days),
+        }
+    }
+}
+
+/// Where retention ends, per source: rows received before their source's cutoff are past it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cutoffs {
+    /// The sources with a retention of their own.
+    pub own: BTreeMap<String, DateTime<Utc>>,
+    /// Every other source's.
+    pub rest: DateTime<Utc>,
+}
+
+/// One cutoff for every source.
+impl From<DateTime<Utc>> for Cutoffs {
+    fn from(cutoff: DateTime<Utc>) -> Cutoffs {
+        Cutoffs {
+            own: BTreeMap::new(),
+            rest: cutoff,
+        }
+    }
+}
+
+impl Cutoffs {
+    /// The condition true of the rows past their source's retention, on the columns `source`
+    /// and `at`, its values taken by `c`.
+    pub(crate) fn past(&self, c: &mut Conditions, source: &str, at: &str) -> String {
+        let mut parts = Vec::new();
+        let mut named = Vec::new();
+        for (name, cutoff) in &self.own {
+            let (p, q) = (c.param(name.clone()), c.param(*cutoff));
+            parts.push(format!("({source} = {p} AND {at} < {q})"));
+            named.push(c.param(name.clone()));
+        }
+        let rest = c.param(self.rest);
+        parts.push(if named.is_empty() {
+            format!("{at} < {rest}")
+        } else {
+            format!("({source} NOT IN ({}) AND {at} < {rest})", named.join(", "))
+        });
+        format!("({})", parts.join(" OR "))
+    }
+}
+
+/// Deletes every archive row past its source's retention (`cutoffs`: one instant for every
+/// source, or a [`Policy`]'s), `batch` rows per statement, and returns how many were deleted.
+/// Rows that replayed a purged row keep their place; their `replay_of` becomes null (`ON DELETE
+/// SET NULL`).
+pub async fn purge_archive(
+    db: &Db,
+    cutoffs: impl Into<Cutoffs>,
+    batch: usize,
+) -> Result<u64, DbErr> {
+    Ok(purge_archive_by_source(db, &cutoffs.into(), batch)
         .await?
         .values()
         .sum())
@@ -54,14 +147,14 @@ pub async fn purge_archive(db: &Db, older_than: DateTime<Utc>, batch: usize) -> 
 /// [`purge_archive`], answering how many rows of each source went.
 pub async fn purge_archive_by_source(
     db: &Db,
-    older_than: DateTime<Utc>,
+    cutoffs: &Cutoffs,
     batch: usize,
 ) -> Result<BySource, DbErr> {
     let batch = batch.max(1);
     let mut total = BySource::new();
     loop {
         let transaction = db.maintenance().begin().await?;
-        let deleted = delete_batch(&transaction, older_than, batch).await?;
+        let deleted = delete_batch(&transaction, cutoffs, batch).await?;
         transaction.commit().await?;
         let count: u64 = deleted.values().sum();
         for (source, n) in deleted {
@@ -73,60 +166,66 @@ pub async fn purge_archive_by_source(
     }
 }
 
-/// Deletes at most `batch` of the oldest archive rows received before `older_than`, and records
-/// the greatest feed place it deleted (`feed::record_purged`) in the same transaction: `conn` is
-/// a transaction, so a cursor before what is gone is answered 410, never skipped silently.
+/// Deletes at most `batch` of the oldest archive rows past their source's retention, and
+/// records the greatest feed place it deleted of each source (`feed::record_purged`) in the same
+/// transaction: `conn` is a transaction, so a cursor before what is gone is answered 410, never
+/// skipped silently.
 ///
 /// On PostgreSQL, rows another purge (another hookbox process) has locked are skipped rather
 /// than waited for, so concurrent purges take disjoint batches.
 pub async fn purge_batch<C: ConnectionTrait>(
     conn: &C,
-    older_than: DateTime<Utc>,
+    cutoffs: impl Into<Cutoffs>,
     batch: usize,
 ) -> Result<u64, DbErr> {
-    Ok(delete_batch(conn, older_than, batch).await?.values().sum())
+    Ok(delete_batch(conn, &cutoffs.into(), batch)
+        .await?
+        .values()
+        .sum())
 }
 
 /// [`purge_batch`], answering how many rows of each source went.
 async fn delete_batch<C: ConnectionTrait>(
     conn: &C,
-    older_than: DateTime<Utc>,
+    cutoffs: &Cutoffs,
     batch: usize,
 ) -> Result<BySource, DbErr> {
     let backend = conn.get_database_backend();
+    let mut c = Conditions::new();
+    let past = cutoffs.past(&mut c, "source", "received_at");
+    c.and(past);
+    let limit = c.param(i64::try_from(batch).unwrap_or(i64::MAX));
     let sql = format!(
         "DELETE FROM webhook_events WHERE id IN (
-             SELECT id FROM webhook_events WHERE received_at < $1
-             ORDER BY received_at LIMIT $2{})
+             SELECT id FROM webhook_events {}
+             ORDER BY received_at LIMIT {limit}{})
          RETURNING feed_tx, id, source",
+        c.clause(),
         Dialect::of(backend).lock_skipping_locked()
     );
-    let limit = i64::try_from(batch).unwrap_or(i64::MAX);
     let deleted = conn
-        .query_all_raw(crate::db::statement(
-            backend,
-            sql,
-            vec![older_than.into(), limit.into()],
-        ))
+        .query_all_raw(crate::db::statement(backend, sql, c.values))
         .await?;
-    let mut through: Option<Cursor> = None;
+    let mut through: BTreeMap<String, Cursor> = BTreeMap::new();
     let mut by_source = BySource::new();
     for row in &deleted {
         let place = Cursor {
             tx: row.try_get("", "feed_tx")?,
             id: row.try_get("", "id")?,
         };
-        through = through.max(Some(place));
-        *by_source.entry(row.try_get("", "source")?).or_default() += 1;
+        let source: String = row.try_get("", "source")?;
+        let last = through.entry(source.clone()).or_insert(place);
+        *last = (*last).max(place);
+        *by_source.entry(source).or_default() += 1;
     }
-    if let Some(through) = through {
-        crate::feed::record_purged(conn, through).await?;
+    for (source, place) in through {
+        crate::feed::record_purged(conn, &source, place).await?;
     }
     Ok(by_source)
 }
 
-/// What a purge at `older_than` would delete, counted without deleting: the archive rows per
-/// source, the forward deliveries that are done, the audit rows (at `audit_older_than`).
+/// What a purge would delete, counted without deleting: the archive rows per source and the
+/// forward deliveries that are done, past `cutoffs`; the audit rows before `audit_older_than`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Due {
     pub archive: BySource,
@@ -137,17 +236,21 @@ pub struct Due {
 /// Counts what a purge would delete ([`Due`]).
 pub async fn due(
     db: &Db,
-    older_than: DateTime<Utc>,
+    cutoffs: &Cutoffs,
     audit_older_than: DateTime<Utc>,
 ) -> Result<Due, DbErr> {
     let conn = db.maintenance();
     let backend = conn.get_database_backend();
+    let mut c = Conditions::new();
+    let past = cutoffs.past(&mut c, "source", "received_at");
     let rows = conn
         .query_all_raw(crate::db::statement(
             backend,
-            "SELECT source, count(*) AS n FROM webhook_events WHERE received_at < $1
-             GROUP BY source ORDER BY source",
-            vec![older_than.into()],
+            format!(
+                "SELECT source, count(*) AS n FROM webhook_events WHERE {past}
+                 GROUP BY source ORDER BY source"
+            ),
+            c.values,
         ))
         .await?;
     let mut archive = BySource::new();
@@ -155,30 +258,41 @@ pub async fn due(
         let n: i64 = row.try_get("", "n")?;
         archive.insert(row.try_get("", "source")?, n.max(0).unsigned_abs());
     }
-    let count = |sql: &'static str, at: DateTime<Utc>| async move {
-        let row = conn
-            .query_one_raw(crate::db::statement(backend, sql, vec![at.into()]))
-            .await?;
-        let n: i64 = match row {
-            Some(row) => row.try_get("", "n")?,
-            None => 0,
-        };
-        Ok::<u64, DbErr>(n.max(0).unsigned_abs())
-    };
+    let mut c = Conditions::new();
+    let past = cutoffs.past(&mut c, "source", "created_at");
+    let forwarded = count(
+        db,
+        format!(
+            "SELECT count(*) AS n FROM forward_deliveries
+             WHERE {past} AND status IN ('delivered', 'superseded')"
+        ),
+        c.values,
+    )
+    .await?;
+    let audit = count(
+        db,
+        "SELECT count(*) AS n FROM audit_log WHERE at < $1".into(),
+        vec![audit_older_than.into()],
+    )
+    .await?;
     Ok(Due {
         archive,
-        forwarded: count(
-            "SELECT count(*) AS n FROM forward_deliveries
-             WHERE created_at < $1 AND status IN ('delivered', 'superseded')",
-            older_than,
-        )
-        .await?,
-        audit: count(
-            "SELECT count(*) AS n FROM audit_log WHERE at < $1",
-            audit_older_than,
-        )
-        .await?,
+        forwarded,
+        audit,
     })
+}
+
+/// The `n` a counting statement answers.
+async fn count(db: &Db, sql: String, values: Vec<sea_orm::Value>) -> Result<u64, DbErr> {
+    let row = db
+        .maintenance()
+        .query_one_raw(crate::db::statement(db.backend(), sql, values))
+        .await?;
+    let n: i64 = match row {
+        Some(row) => row.try_get("", "n")?,
+        None => 0,
+    };
+    Ok(n.max(0).unsigned_abs())
 }
 
 /// Deletes the audit rows (sign-ins, replays, exports, …) older than `older_than`, `batch` per
@@ -195,23 +309,40 @@ pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Re
     .await
 }
 
-/// Deletes the forward deliveries created before `older_than` that are delivered or superseded
-/// (their attempts go with them), `batch` per statement; returns how many.
+/// Deletes the forward deliveries past their source's retention (`cutoffs`, by when they were
+/// created) that are delivered or superseded (their attempts go with them), `batch` per
+/// statement; returns how many.
 pub async fn purge_forwarded(
     db: &Db,
-    older_than: DateTime<Utc>,
+    cutoffs: impl Into<Cutoffs>,
     batch: usize,
 ) -> Result<u64, DbErr> {
-    crate::db::batches::delete_in_batches(
-        db.maintenance(),
-        "DELETE FROM forward_deliveries WHERE id IN (
-             SELECT id FROM forward_deliveries
-             WHERE created_at < $1 AND status IN ('delivered', 'superseded')
-             ORDER BY id LIMIT $2)",
-        older_than,
-        batch,
-    )
-    .await
+    let cutoffs = cutoffs.into();
+    let batch = batch.max(1);
+    let mut total = 0;
+    loop {
+        let mut c = Conditions::new();
+        let past = cutoffs.past(&mut c, "source", "created_at");
+        let limit = c.param(i64::try_from(batch).unwrap_or(i64::MAX));
+        let deleted = db
+            .maintenance()
+            .execute_raw(crate::db::statement(
+                db.backend(),
+                format!(
+                    "DELETE FROM forward_deliveries WHERE id IN (
+                         SELECT id FROM forward_deliveries
+                         WHERE {past} AND status IN ('delivered', 'superseded')
+                         ORDER BY id LIMIT {limit})"
+                ),
+                c.values,
+            ))
+            .await?
+            .rows_affected();
+        total += deleted;
+        if deleted < batch as u64 {
+            return Ok(total);
+        }
+    }
 }
 
 /// The server's retention task: a purge of the archive and of the audit log shortly after
@@ -220,7 +351,7 @@ pub async fn purge_forwarded(
 /// transaction of its own, done whole or not at all, and the next run goes on from there.
 pub async fn run_daily(
     db: Db,
-    retention_days: u32,
+    policy: Policy,
     audit_retention_days: u32,
     stop: impl Future<Output = ()>,
 ) {
@@ -229,7 +360,7 @@ pub async fn run_daily(
         let mut every_day = tokio::time::interval(INTERVAL);
         loop {
             every_day.tick().await;
-            run_once(&db, retention_days, audit_retention_days).await;
+            run_once(&db, &policy, audit_retention_days).await;
         }
     };
     tokio::select! {
@@ -244,10 +375,12 @@ pub const LAST_PURGE: &str = "hookbox_last_purge_timestamp_seconds";
 
 /// One run of the retention task: the archive, the forward deliveries that are done, the audit
 /// log. Failures are logged and counted (`hookbox_purge_runs_total{outcome}`), never returned.
-pub async fn run_once(db: &Db, retention_days: u32, audit_retention_days: u32) {
-    let cutoff = retention_cutoff(Utc::now(), retention_days);
+pub async fn run_once(db: &Db, policy: &Policy, audit_retention_days: u32) {
+    let retention_days = policy.default_days;
+    let cutoffs = policy.at(Utc::now());
+    let cutoff = cutoffs.rest;
     let started = std::time::Instant::now();
-    let result = purge_archive_by_source(db, cutoff, DEFAULT_BATCH).await;
+    let result = purge_archive_by_source(db, &cutoffs, DEFAULT_BATCH).await;
     let outcome = if result.is_ok() { "ok" } else { "failed" };
     metrics::counter!("hookbox_purge_runs_total", "outcome" => outcome).increment(1);
     match result {
@@ -270,7 +403,7 @@ pub async fn run_once(db: &Db, retention_days: u32, audit_retention_days: u32) {
             "archive retention: purge failed; retrying at the next run"
         ),
     }
-    match purge_forwarded(db, cutoff, DEFAULT_BATCH).await {
+    match purge_forwarded(db, cutoffs.clone(), DEFAULT_BATCH).await {
         Ok(rows) => tracing::info!(
             rows,
             retention_days,

@@ -13,7 +13,9 @@
 //! - no `processed` archive row (`applied`, `stale`, `accepted`) lacks its inbox row, and an
 //!   `applied` or `stale` row names the revision its inbox row holds.
 
+use super::purge::Cutoffs;
 use crate::db::Db;
+use crate::db::conditions::Conditions;
 use crate::db::dialect::Dialect;
 use crate::ingest;
 use crate::json;
@@ -169,16 +171,13 @@ impl Report {
 }
 
 /// Checks every invariant; with `repair`, re-derives each drifted projection row from the inbox.
-/// Inbox rows received before `retention_cutoff` may have lost their archive rows to the purge.
+/// Inbox rows past their source's retention (`retention`) may have lost their archive rows to the purge.
 /// The run is recorded in `verify_runs`.
-pub async fn verify(
-    db: &Db,
-    retention_cutoff: DateTime<Utc>,
-    repair: bool,
-) -> Result<Report, DbErr> {
+pub async fn verify(db: &Db, retention: impl Into<Cutoffs>, repair: bool) -> Result<Report, DbErr> {
+    let retention = retention.into();
     let ran_at = Utc::now();
     let mut drifts = projection_drifts(db).await?;
-    drifts.extend(archive_drifts(db, retention_cutoff).await?);
+    drifts.extend(archive_drifts(db, &retention).await?);
     let mut repaired = 0;
     if repair {
         for drift in &drifts {
@@ -371,18 +370,22 @@ fn projection_drift(
     }
 }
 
-async fn archive_drifts(db: &Db, retention_cutoff: DateTime<Utc>) -> Result<Vec<Drift>, DbErr> {
+async fn archive_drifts(db: &Db, retention: &Cutoffs) -> Result<Vec<Drift>, DbErr> {
     let mut drifts = Vec::new();
+    let mut c = Conditions::new();
+    let past = retention.past(&mut c, "i.source", "i.received_at");
     let unarchived = db
         .maintenance()
         .query_all_raw(crate::db::statement(
             db.backend(),
-            "SELECT i.source, i.event_id FROM webhook_inbox i
-             WHERE i.received_at >= $1
-               AND NOT EXISTS (SELECT 1 FROM webhook_events e
-                                WHERE e.event_id = i.event_id AND e.source = i.source)
-             ORDER BY i.source, i.event_id",
-            vec![retention_cutoff.into()],
+            format!(
+                "SELECT i.source, i.event_id FROM webhook_inbox i
+                 WHERE NOT {past}
+                   AND NOT EXISTS (SELECT 1 FROM webhook_events e
+                                    WHERE e.event_id = i.event_id AND e.source = i.source)
+                 ORDER BY i.source, i.event_id"
+            ),
+            c.values,
         ))
         .await?;
     for row in unarchived {

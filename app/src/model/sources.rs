@@ -19,6 +19,10 @@ pub struct SourceSummary {
     /// The destinations its accepted deliveries are forwarded to.
     pub forward: Vec<String>,
     pub rate_limit_per_sec: Option<u32>,
+    /// How long its archive rows are kept, in days, and whether that is its own `retention_days`
+    /// (else the server's).
+    pub retention_days: u32,
+    pub own_retention: bool,
     /// The newest delivery the sender made (replays not counted), if the archive still has one.
     pub last_received: Option<String>,
     /// Deliveries the sender made in the overview's last 24 hours (to the hour).

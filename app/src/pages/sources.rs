@@ -65,7 +65,6 @@ pub fn SourcesPage() -> impl IntoView {
                         <p class="empty">"No source is configured: add a " <code>"[[sources]]"</code> " table to hookbox.toml."</p>
                     }.into_any();
                 }
-                let retention = page.retention_days;
                 // The configured public origin, else the browser's (said so).
                 let public = page.public_url.clone();
                 let note = match &page.public_url {
@@ -80,7 +79,7 @@ pub fn SourcesPage() -> impl IntoView {
                 view! {
                     {note}
                     <div class="source-list">
-                        {page.sources.into_iter().map(|s| view! { <SourceCard source=s origin=public.clone().map_or(origin, |p| RwSignal::new(Some(p))) retention/> }).collect_view()}
+                        {page.sources.into_iter().map(|s| view! { <SourceCard source=s origin=public.clone().map_or(origin, |p| RwSignal::new(Some(p)))/> }).collect_view()}
                     </div>
                 }.into_any()
             }/>
@@ -89,11 +88,17 @@ pub fn SourcesPage() -> impl IntoView {
 }
 
 #[component]
-fn SourceCard(
-    source: SourceSummary,
-    origin: RwSignal<Option<String>>,
-    retention: u32,
-) -> impl IntoView {
+fn SourceCard(source: SourceSummary, origin: RwSignal<Option<String>>) -> impl IntoView {
+    let retention = source.retention_days;
+    let kept = format!(
+        "{retention} day{} ({})",
+        if retention == 1 { "" } else { "s" },
+        if source.own_retention {
+            "its own retention_days"
+        } else {
+            "the server's retention_days"
+        }
+    );
     let path = source.path.clone();
     let url = move || match origin.get() {
         Some(origin) => format!("{origin}{path}"),
@@ -152,6 +157,8 @@ fn SourceCard(
                 <dd>{forward}</dd>
                 <dt>"Rate limit"</dt>
                 <dd>{rate}</dd>
+                <dt>"Archive kept"</dt>
+                <dd data-testid="retention">{kept}</dd>
                 <dt>"Last delivery"</dt>
                 <dd data-testid="last-received">
                     {match source.last_received.clone() {

@@ -7,13 +7,14 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 19] = [
+const TABLES: [&str; 20] = [
     "api_tokens",
     "archive_quarter_counts",
     "archive_quarters_counted",
     "audit_log",
     "feed_consumers",
     "feed_horizon",
+    "feed_source_horizons",
     "forward_attempts",
     "forward_deliveries",
     "forward_destinations",

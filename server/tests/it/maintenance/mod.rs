@@ -18,6 +18,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend};
 use std::time::Instant;
 
 mod commands;
+mod per_source;
 mod purge;
 mod verify;
 
@@ -25,6 +26,17 @@ const RETENTION_DAYS: u32 = 90;
 
 /// One snapshot delivery of the `shop` source through the ingest transaction, received at `at`.
 async fn deliver(db: &Db, body: &str, at: DateTime<Utc>, replay_of: Option<i64>) -> Recorded {
+    deliver_to(db, "shop", body, at, replay_of).await
+}
+
+/// One snapshot delivery of `source` through the ingest transaction, received at `at`.
+async fn deliver_to(
+    db: &Db,
+    source: &str,
+    body: &str,
+    at: DateTime<Utc>,
+    replay_of: Option<i64>,
+) -> Recorded {
     let envelope = parse_envelope(
         &app::envelope::Mapping::snapshot_envelope(),
         &http::HeaderMap::new(),
@@ -32,7 +44,7 @@ async fn deliver(db: &Db, body: &str, at: DateTime<Utc>, replay_of: Option<i64>)
     )
     .expect("valid envelope");
     let received = Received {
-        source: "shop",
+        source,
         headers_json: "{}",
         body: body.as_bytes(),
         body_fields: None,

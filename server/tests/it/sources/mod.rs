@@ -328,3 +328,40 @@ async fn a_source_whose_recent_deliveries_fail_is_failing_not_receiving(backend:
         "{backend:?}: the count on the card"
     );
 }
+
+both_backends!(each_source_says_how_long_its_archive_is_kept);
+async fn each_source_says_how_long_its_archive_is_kept(backend: Backend) {
+    let mut config = test_config();
+    let limited = config
+        .sources
+        .iter_mut()
+        .find(|s| s.name == "limited")
+        .expect("the test config's limited source");
+    limited.retention_days = Some(400);
+    let app = spawn_app_with(backend, config).await;
+    let cookie = signed_in(&app, "vera", Role::Viewer).await;
+
+    let page = sources_page(&app, &cookie).await;
+
+    let shop = of(&page, "shop");
+    assert_eq!(
+        (shop.retention_days, shop.own_retention),
+        (page.retention_days, false)
+    );
+    let limited = of(&page, "limited");
+    assert_eq!((limited.retention_days, limited.own_retention), (400, true));
+    let html = page_html(&app, &cookie, "/sources").await;
+    assert!(
+        html.contains("400 days (its own retention_days)"),
+        "{backend:?}: the page says so"
+    );
+    assert!(
+        html.contains(&format!(
+            "{} days (the server&#x27;s retention_days)",
+            page.retention_days
+        )) || html.contains(&format!(
+            "{} days (the server's retention_days)",
+            page.retention_days
+        ))
+    );
+}
