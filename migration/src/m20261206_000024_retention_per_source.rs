@@ -4,6 +4,8 @@
 //! - `feed_source_horizons`: per source, the greatest (feed_tx, id) the purge deleted of its
 //!   rows; a reader of that source with a cursor before it asks for rows that are gone (410).
 //!   `feed_horizon`'s one row, written before, still counts for every source.
+//! - `ix_webhook_events_body_of`: the rows referring to another's identical body (`body_of`,
+//!   archived duplicates only), which a purge batch hands the bodies it deletes over to.
 
 use sea_orm_migration::prelude::*;
 
@@ -18,25 +20,30 @@ impl MigrationName for Migration {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .get_connection()
-            .execute_unprepared(
-                "CREATE TABLE feed_source_horizons (
-                    source TEXT NOT NULL,
-                    feed_tx BIGINT NOT NULL,
-                    id BIGINT NOT NULL,
-                    CONSTRAINT pk_feed_source_horizons PRIMARY KEY (source)
-                )",
-            )
-            .await?;
+        let db = manager.get_connection();
+        for statement in [
+            "CREATE TABLE feed_source_horizons (
+                source TEXT NOT NULL,
+                feed_tx BIGINT NOT NULL,
+                id BIGINT NOT NULL,
+                CONSTRAINT pk_feed_source_horizons PRIMARY KEY (source)
+            )",
+            "CREATE INDEX ix_webhook_events_body_of ON webhook_events (body_of)
+                WHERE body_of IS NOT NULL",
+        ] {
+            db.execute_unprepared(statement).await?;
+        }
         Ok(())
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .get_connection()
-            .execute_unprepared("DROP TABLE feed_source_horizons")
-            .await?;
+        let db = manager.get_connection();
+        for statement in [
+            "DROP INDEX IF EXISTS ix_webhook_events_body_of",
+            "DROP TABLE feed_source_horizons",
+        ] {
+            db.execute_unprepared(statement).await?;
+        }
         Ok(())
     }
 }

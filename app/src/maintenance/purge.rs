@@ -184,7 +184,9 @@ pub async fn purge_batch<C: ConnectionTrait>(
         .sum())
 }
 
-/// [`purge_batch`], answering how many rows of each source went.
+/// [`purge_batch`], answering how many rows of each source went. A row that stays and refers to
+/// a deleted row's identical body (`body_of`, an archived duplicate) is given that body first,
+/// in the same transaction, so each row keeps its body as long as its own retention says.
 async fn delete_batch<C: ConnectionTrait>(
     conn: &C,
     cutoffs: &Cutoffs,
@@ -195,16 +197,58 @@ async fn delete_batch<C: ConnectionTrait>(
     let past = cutoffs.past(&mut c, "source", "received_at");
     c.and(past);
     let limit = c.param(i64::try_from(batch).unwrap_or(i64::MAX));
-    let sql = format!(
-        "DELETE FROM webhook_events WHERE id IN (
-             SELECT id FROM webhook_events {}
-             ORDER BY received_at LIMIT {limit}{})
-         RETURNING feed_tx, id, source",
-        c.clause(),
-        Dialect::of(backend).lock_skipping_locked()
-    );
+    let chosen = conn
+        .query_all_raw(crate::db::statement(
+            backend,
+            format!(
+                "SELECT id FROM webhook_events {} ORDER BY received_at LIMIT {limit}{}",
+                c.clause(),
+                Dialect::of(backend).lock_skipping_locked()
+            ),
+            c.values,
+        ))
+        .await?;
+    let ids = chosen
+        .iter()
+        .map(|row| row.try_get::<i64>("", "id"))
+        .collect::<Result<Vec<_>, _>>()?;
+    if ids.is_empty() {
+        return Ok(BySource::new());
+    }
+    let list = |values: &mut Vec<sea_orm::Value>| {
+        ids.iter()
+            .map(|id| {
+                values.push((*id).into());
+                format!("${}", values.len())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut values = Vec::new();
+    let (originals, going) = (list(&mut values), list(&mut values));
+    conn.execute_raw(crate::db::statement(
+        backend,
+        format!(
+            "UPDATE webhook_events SET
+                 body = (SELECT o.body FROM webhook_events o WHERE o.id = webhook_events.body_of),
+                 body_fields = (SELECT o.body_fields FROM webhook_events o
+                                 WHERE o.id = webhook_events.body_of),
+                 body_of = NULL
+             WHERE body_of IN ({originals}) AND id NOT IN ({going})"
+        ),
+        values,
+    ))
+    .await?;
+    let mut values = Vec::new();
+    let going = list(&mut values);
     let deleted = conn
-        .query_all_raw(crate::db::statement(backend, sql, c.values))
+        .query_all_raw(crate::db::statement(
+            backend,
+            format!(
+                "DELETE FROM webhook_events WHERE id IN ({going}) RETURNING feed_tx, id, source"
+            ),
+            values,
+        ))
         .await?;
     let mut through: BTreeMap<String, Cursor> = BTreeMap::new();
     let mut by_source = BySource::new();

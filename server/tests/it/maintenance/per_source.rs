@@ -134,3 +134,50 @@ async fn a_feed_reader_of_a_source_kept_longer_is_not_sent_away_by_anothers_purg
     let ids: Vec<&str> = page.items.iter().map(|i| i.event_id.as_str()).collect();
     assert_eq!(ids, ["crm-5"], "{backend:?}");
 }
+
+both_backends!(a_duplicate_keeps_the_body_it_shares_when_its_original_is_purged);
+async fn a_duplicate_keeps_the_body_it_shares_when_its_original_is_purged(backend: Backend) {
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    let body = event("e-shared", "O-1", 1, r#"{"total":12}"#);
+    let original = deliver(db, &body, Utc::now() - Duration::days(100), None).await;
+    // The sender's retry of the same body, 95 days later: archived as a reference to it.
+    let retry = deliver(db, &body, Utc::now() - Duration::days(5), None).await;
+    let stored = |id: i64| {
+        texts(
+            db,
+            "SELECT CAST(length(body) AS TEXT), CAST(body_of AS TEXT) FROM webhook_events
+             WHERE id = $1",
+            vec![id.into()],
+        )
+    };
+    assert_eq!(
+        stored(retry.archive_id).await,
+        vec![vec![
+            Some("0".to_string()),
+            Some(original.archive_id.to_string())
+        ]],
+        "{backend:?}: the retry refers to the original's body"
+    );
+
+    let purged = purge_archive_by_source(db, &cutoff().into(), 10)
+        .await
+        .expect("purge");
+
+    assert_eq!(
+        purged,
+        BTreeMap::from([("shop".to_string(), 1)]),
+        "{backend:?}"
+    );
+    assert_eq!(
+        stored(retry.archive_id).await,
+        vec![vec![Some(body.len().to_string()), None]],
+        "{backend:?}: the retry holds the body itself now"
+    );
+    let stored = app::db::events::stored_delivery(db, retry.archive_id)
+        .await
+        .expect("read")
+        .expect("the retry's row");
+    assert!(stored.body_kept, "{backend:?}");
+    assert_eq!(stored.body, body.as_bytes(), "{backend:?}");
+}
