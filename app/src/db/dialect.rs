@@ -182,6 +182,18 @@ impl Dialect {
     /// `feed_tx` is below it are served. PostgreSQL: the oldest transaction still running (the
     /// snapshot's xmin), so a row whose transaction commits later always sorts after every row
     /// served (PgQ's rule). SQLite: no bound, as one writer at a time makes id order commit order.
+    /// The archive's size on disk in bytes (`bytes`): PostgreSQL, `webhook_events` with its
+    /// indexes and TOAST; SQLite, which keeps no size per table without a build option, the
+    /// database file's pages.
+    pub fn archive_size(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "SELECT pg_total_relation_size('webhook_events') AS bytes",
+            Dialect::Sqlite => {
+                "SELECT p.page_count * s.page_size AS bytes FROM pragma_page_count() AS p, pragma_page_size() AS s"
+            }
+        }
+    }
+
     pub fn feed_horizon(self) -> &'static str {
         match self {
             Dialect::Postgres => {

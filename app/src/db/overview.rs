@@ -11,7 +11,7 @@ use super::Db;
 use super::dialect::Dialect;
 use super::events::list_events;
 use super::filter::QueryError;
-use crate::model::{CountRow, EventFilter, Overview, Status, Volume, VolumeBar};
+use crate::model::{CountRow, EventFilter, Kept, Overview, Status, Volume, VolumeBar};
 use crate::present::zone::{day_of, local_hour_start, local_midnight};
 use chrono::{DateTime, Duration, Utc};
 pub use chrono_tz::Tz;
@@ -354,6 +354,40 @@ pub async fn overview(db: &Db, sources_configured: usize, zone: Tz) -> Result<Ov
         refused_24h: super::rejected::counts_since(db, now - Duration::hours(24)).await?,
         // Filled by the overview's server function (`db::problems::open_counts`).
         problems: Default::default(),
+        kept: kept(db).await?,
+    })
+}
+
+/// What the archive keeps now ([`Kept`]): its size, one catalogue read, and its oldest row, one
+/// end of the time index.
+pub async fn kept(db: &Db) -> Result<Kept, DbErr> {
+    let dialect = Dialect::of(db.backend());
+    let size = db
+        .dashboard
+        .query_one_raw(crate::db::statement(
+            db.backend(),
+            dialect.archive_size(),
+            vec![],
+        ))
+        .await?;
+    let bytes = match size {
+        Some(row) => row.try_get::<i64>("", "bytes")?,
+        None => 0,
+    };
+    let oldest = db
+        .dashboard
+        .query_one_raw(crate::db::statement(
+            db.backend(),
+            "SELECT received_at FROM webhook_events ORDER BY received_at LIMIT 1",
+            vec![],
+        ))
+        .await?
+        .map(|row| row.try_get::<DateTime<Utc>>("", "received_at"))
+        .transpose()?;
+    Ok(Kept {
+        bytes,
+        whole_database: dialect == Dialect::Sqlite,
+        oldest: oldest.map(|at| at.to_rfc3339()),
     })
 }
 

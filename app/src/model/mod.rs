@@ -360,6 +360,20 @@ pub struct Overview {
     /// Open problems and open failures (`/problems`).
     #[serde(default)]
     pub problems: OpenProblems,
+    /// What the archive keeps now.
+    #[serde(default)]
+    pub kept: Kept,
+}
+
+/// What the archive keeps now: its size on disk, and its oldest delivery.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    /// PostgreSQL: the archive table with its indexes and TOAST; SQLite: the whole database file.
+    pub bytes: i64,
+    /// Whether `bytes` is the whole database (SQLite) rather than the archive alone.
+    pub whole_database: bool,
+    /// When the oldest archive row was received (RFC 3339), if there is one.
+    pub oldest: Option<String>,
 }
 
 vocabulary! {

@@ -166,6 +166,40 @@ fn OverviewBody(o: Overview) -> impl IntoView {
         <Forwarding trouble=o.destinations_in_trouble/>
         <Refused counts=o.refused_24h/>
         <InvariantCheck run=o.last_verify/>
+        <ArchiveKept kept=o.kept/>
+    }
+}
+
+/// What the archive keeps: its size on disk and its oldest delivery.
+#[component]
+fn ArchiveKept(kept: crate::model::Kept) -> impl IntoView {
+    let what = if kept.whole_database {
+        "The database file"
+    } else {
+        "The archive, with its indexes,"
+    };
+    view! {
+        <section class="panel" data-testid="archive-kept">
+            <h2>"Kept"</h2>
+            <p>{what} " takes " <span data-testid="archive-size">{size_words(kept.bytes)}</span> "; "
+                {match kept.oldest {
+                    Some(at) => view! { <span data-testid="archive-oldest">"its oldest delivery was received " <LocalTime utc=at/></span> }.into_any(),
+                    None => view! { <span data-testid="archive-oldest">"it holds no delivery"</span> }.into_any(),
+                }}
+                ". Each source's retention is on " <a href="/sources">"Sources"</a> "."
+            </p>
+        </section>
+    }
+}
+
+/// `812 kB`, `3.4 MB`, `1.2 GB` (powers of 1000, as disks are sold).
+fn size_words(bytes: i64) -> String {
+    let b = bytes.max(0) as f64;
+    match b {
+        b if b < 1e3 => format!("{b} bytes"),
+        b if b < 1e6 => format!("{:.0} kB", b / 1e3),
+        b if b < 1e9 => format!("{:.1} MB", b / 1e6),
+        b => format!("{:.1} GB", b / 1e9),
     }
 }
 

@@ -181,3 +181,43 @@ async fn a_duplicate_keeps_the_body_it_shares_when_its_original_is_purged(backen
     assert!(stored.body_kept, "{backend:?}");
     assert_eq!(stored.body, body.as_bytes(), "{backend:?}");
 }
+
+both_backends!(the_overview_says_how_big_the_archive_is_and_its_oldest_day);
+async fn the_overview_says_how_big_the_archive_is_and_its_oldest_day(backend: Backend) {
+    let test_db = test_db(backend).await;
+    let db = &test_db.db;
+    let empty = app::db::overview::kept(db).await.expect("kept");
+    assert_eq!(empty.oldest, None, "{backend:?}");
+    assert!(
+        empty.bytes > 0,
+        "{backend:?}: a table has a size: {empty:?}"
+    );
+    two_rows_each(db).await;
+
+    let kept = app::db::overview::overview(db, 3, app::db::overview::Tz::UTC)
+        .await
+        .expect("overview")
+        .kept;
+
+    let oldest = scalar_text(
+        db,
+        "SELECT CAST(min(received_at) AS TEXT) FROM webhook_events",
+    )
+    .await;
+    let shown = DateTime::parse_from_rfc3339(kept.oldest.as_deref().expect("an oldest row"))
+        .expect("RFC 3339")
+        .with_timezone(&Utc);
+    assert_eq!(
+        (Utc::now() - shown).num_days(),
+        300,
+        "{backend:?}: shop's row of 300 days is the oldest ({oldest})"
+    );
+    assert_eq!(kept.whole_database, backend == Backend::Sqlite);
+    assert!(kept.bytes >= empty.bytes, "{backend:?}: {kept:?} {empty:?}");
+}
+
+async fn scalar_text(db: &Db, sql: &str) -> String {
+    texts(db, sql, vec![]).await[0][0]
+        .clone()
+        .unwrap_or_default()
+}
