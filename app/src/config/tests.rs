@@ -505,12 +505,7 @@ fn a_source_keeps_its_archive_its_own_days_or_the_servers() {
         config.source("chat").expect("declared").retention_days,
         None
     );
-    let policy = crate::maintenance::purge::Policy::of(&config);
-    assert_eq!(policy.default_days, 30);
-    assert_eq!(
-        policy.own.into_iter().collect::<Vec<_>>(),
-        [("payments".to_string(), 400)]
-    );
+    assert_eq!(config.server.retention_days, 30);
 
     let e = problem(
         "[[sources]]\nname = \"chat\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\nretention_days = 0\n",

@@ -486,3 +486,32 @@ pub async fn run_once(db: &Db, policy: &Policy, audit_retention_days: u32) {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_keeps_each_source_its_own_days_and_the_rest_the_servers() {
+        let config = Config::parse(
+            "[server]\nretention_days = 30\n\
+             [[sources]]\nname = \"payments\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\nretention_days = 400\n\
+             [[sources]]\nname = \"chat\"\nscheme = \"hmac-sha256\"\nsecrets_env = [\"S\"]\n",
+            std::path::Path::new("hookbox.toml"),
+            &|_| Some("s3cret".into()),
+        )
+        .expect("valid");
+        let policy = Policy::of(&config);
+        assert_eq!(policy.default_days, 30);
+        assert_eq!(
+            policy.own.clone().into_iter().collect::<Vec<_>>(),
+            [("payments".to_string(), 400)]
+        );
+        let now = Utc::now();
+        let cutoffs = policy.at(now);
+        assert_eq!(cutoffs.rest, now - Duration::days(30));
+        assert_eq!(cutoffs.own["payments"], now - Duration::days(400));
+        // A retention past the calendar keeps everything rather than overflowing.
+        assert_eq!(retention_cutoff(now, u32::MAX), DateTime::<Utc>::MIN_UTC);
+    }
+}
