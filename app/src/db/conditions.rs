@@ -33,6 +33,15 @@ impl Conditions {
         format!("${}", self.values.len())
     }
 
+    /// Adds each of `values` and answers their placeholders as a list (`$3, $4, $5`), for `IN`.
+    pub(crate) fn params<V: Into<Value>>(&mut self, values: impl IntoIterator<Item = V>) -> String {
+        values
+            .into_iter()
+            .map(|value| self.param(value))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Adds a condition whose placeholders were taken with [`Conditions::param`].
     pub(crate) fn and(&mut self, sql: String) {
         self.sql.push(sql);

@@ -3,6 +3,7 @@
 
 use super::{Cursor, cursor_of};
 use crate::db::Db;
+use crate::db::conditions::Conditions;
 use sea_orm::{ConnectionTrait, DbErr};
 
 /// The greatest place the archive's purge deleted among the rows of `sources` (`None`: of every
@@ -13,23 +14,11 @@ pub async fn purged_through<C: ConnectionTrait>(
     conn: &C,
     sources: Option<&[String]>,
 ) -> Result<Option<Cursor>, DbErr> {
-    let mut values: Vec<sea_orm::Value> = Vec::new();
+    let mut c = Conditions::new();
     let of_sources = match sources {
         None => String::new(),
-        Some(sources) => {
-            let places: Vec<String> = sources
-                .iter()
-                .map(|source| {
-                    values.push(source.clone().into());
-                    format!("${}", values.len())
-                })
-                .collect();
-            if places.is_empty() {
-                " WHERE 1 = 0".into()
-            } else {
-                format!(" WHERE source IN ({})", places.join(", "))
-            }
-        }
+        Some([]) => " WHERE 1 = 0".into(),
+        Some(sources) => format!(" WHERE source IN ({})", c.params(sources.iter().cloned())),
     };
     let row = conn
         .query_one_raw(crate::db::statement(
@@ -41,7 +30,7 @@ pub async fn purged_through<C: ConnectionTrait>(
                    SELECT feed_tx, id FROM feed_source_horizons{of_sources}
                  ) AS purged ORDER BY feed_tx DESC, id DESC LIMIT 1"
             ),
-            values,
+            c.values,
         ))
         .await?;
     row.map(|r| cursor_of(&r, "feed_tx", "id")).transpose()

@@ -113,17 +113,16 @@ impl Cutoffs {
     /// and `at`, its values taken by `c`.
     pub(crate) fn past(&self, c: &mut Conditions, source: &str, at: &str) -> String {
         let mut parts = Vec::new();
-        let mut named = Vec::new();
         for (name, cutoff) in &self.own {
             let (p, q) = (c.param(name.clone()), c.param(*cutoff));
             parts.push(format!("({source} = {p} AND {at} < {q})"));
-            named.push(c.param(name.clone()));
         }
         let rest = c.param(self.rest);
-        parts.push(if named.is_empty() {
+        parts.push(if self.own.is_empty() {
             format!("{at} < {rest}")
         } else {
-            format!("({source} NOT IN ({}) AND {at} < {rest})", named.join(", "))
+            let named = c.params(self.own.keys().cloned());
+            format!("({source} NOT IN ({named}) AND {at} < {rest})")
         });
         format!("({})", parts.join(" OR "))
     }
@@ -215,17 +214,8 @@ async fn delete_batch<C: ConnectionTrait>(
     if ids.is_empty() {
         return Ok(BySource::new());
     }
-    let list = |values: &mut Vec<sea_orm::Value>| {
-        ids.iter()
-            .map(|id| {
-                values.push((*id).into());
-                format!("${}", values.len())
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut values = Vec::new();
-    let (originals, going) = (list(&mut values), list(&mut values));
+    let mut c = Conditions::new();
+    let (originals, going) = (c.params(ids.clone()), c.params(ids.clone()));
     conn.execute_raw(crate::db::statement(
         backend,
         format!(
@@ -236,18 +226,18 @@ async fn delete_batch<C: ConnectionTrait>(
                  body_of = NULL
              WHERE body_of IN ({originals}) AND id NOT IN ({going})"
         ),
-        values,
+        c.values,
     ))
     .await?;
-    let mut values = Vec::new();
-    let going = list(&mut values);
+    let mut c = Conditions::new();
+    let going = c.params(ids);
     let deleted = conn
         .query_all_raw(crate::db::statement(
             backend,
             format!(
                 "DELETE FROM webhook_events WHERE id IN ({going}) RETURNING feed_tx, id, source"
             ),
-            values,
+            c.values,
         ))
         .await?;
     let mut through: BTreeMap<String, Cursor> = BTreeMap::new();
