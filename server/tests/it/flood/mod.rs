@@ -8,7 +8,7 @@
 //! addresses the pull feed's long polls, whole pages and new consumers, all at once, while a sender's signed
 //! deliveries are paced at 50 a second. Every delivery is answered 200 and applied, none waits
 //! more than 5 s (a starved delivery, not a speed target: the latencies are printed, and the
-//! targets live in `.ci/bench`), hookbox's peak RSS stays under 240 MB, no dashboard read is
+//! targets live in `.ci/bench`), hookbox's peak RSS stays under 220 MB, no dashboard read is
 //! answered 5xx, what the flood leaves in the database is bounded, and the rightful operator
 //! signs in from their own address in the middle of it and reads the problems page.
 //!
@@ -524,10 +524,11 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
             "the API token's reads were served {served} times"
         );
     }
-    // 200 MB for the flood of small requests, and 40 more for the signed forms of 1 MiB in
-    // flight (each held by hyper, by its read off the workers and by the archive's insert).
+    // Measured 168–178 MB (a debug build: about 40 MB of it is the binary's own pages), each
+    // kind alone 110–145 MB; freed memory goes back to the system after 10 ms (main.rs), which
+    // at mimalloc's own second left 223–250 MB resident.
     assert!(
-        peak_kb < 240 * 1024,
+        peak_kb < 220 * 1024,
         "hookbox's peak RSS {} MB during the flood",
         peak_kb / 1024
     );
