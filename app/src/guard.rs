@@ -121,6 +121,9 @@ pub fn replay_failed(error: crate::ingest::replay::ReplayError) -> DashboardErro
         ReplayError::Refused(reason) => fail(DashboardError::Unprocessable(format!(
             "nothing was replayed: {reason}"
         ))),
+        expired @ ReplayError::BodyExpired(_) => fail(DashboardError::Conflict(format!(
+            "nothing was replayed: {expired}"
+        ))),
         other => bad_request(other.to_string()),
     }
 }

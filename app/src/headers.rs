@@ -353,6 +353,7 @@ event_type = "header:X-Event"
                 tolerance_secs: 300,
                 rate_limit_per_sec: None,
                 retention_days: None,
+                body_retention_days: None,
                 mapping: crate::envelope::Mapping::snapshot_envelope(),
                 forward: Vec::new(),
             };

@@ -26,6 +26,7 @@ mod m20261205_000021_feed_owners;
 mod m20261205_000022_problem_reasons;
 mod m20261205_000023_body_doc_not_parallel;
 mod m20261206_000024_retention_per_source;
+mod m20261206_000025_body_expiry;
 
 pub struct Migrator;
 
@@ -57,6 +58,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000022_problem_reasons::Migration),
             Box::new(m20261205_000023_body_doc_not_parallel::Migration),
             Box::new(m20261206_000024_retention_per_source::Migration),
+            Box::new(m20261206_000025_body_expiry::Migration),
         ]
     }
 }

@@ -191,7 +191,7 @@ impl Export {
                 while bytes < CHUNK_BYTES
                     && let Some(row) = self.rows.pop_front()
                 {
-                    bytes = bytes.saturating_add(row.body.len());
+                    bytes = bytes.saturating_add(row.body.as_ref().map_or(0, Vec::len));
                     taken.push(row);
                 }
                 // Escaping bodies costs CPU in proportion to their size: on a blocking thread in

@@ -9,7 +9,7 @@
 use crate::database::connect_and_migrate;
 use anyhow::{Context, bail};
 use app::config::{CONFIG_ENV, Config, DEFAULT_CONFIG_FILE, Settings};
-use app::maintenance::{purge, verify};
+use app::maintenance::{expiry, purge, verify};
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use std::fmt;
 use std::path::Path;
@@ -85,6 +85,33 @@ impl Retention {
             })
             .collect()
     }
+
+    /// Whether any source's bodies expire before its rows go.
+    fn expires_bodies(&self) -> bool {
+        self.policy.bodies.default_days.is_some() || !self.policy.bodies.own.is_empty()
+    }
+
+    /// One line per body retention (a source's own, or every other source's): its days and the
+    /// cutoff its bodies expire before.
+    fn body_lines(&self, at: DateTime<Utc>) -> String {
+        self.policy
+            .bodies
+            .at(at)
+            .iter()
+            .map(|scope| {
+                let whose = if scope.name == expiry::EVERY_OTHER_SOURCE {
+                    "every other source".to_string()
+                } else {
+                    format!("source {}", scope.name)
+                };
+                let days = self.policy.bodies.days_of(&scope.name).unwrap_or_default();
+                format!(
+                    "{whose}: bodies kept {days} days: bodies of rows received before {}\n",
+                    timestamp(scope.cutoff)
+                )
+            })
+            .collect()
+    }
 }
 
 impl fmt::Display for Retention {
@@ -132,33 +159,11 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
     };
     println!("{retention}: {doing} {}", timestamp(cutoff));
     print!("{}", retention.own_lines(&cutoffs));
+    let bodies_at = at.trunc_subsecs(0);
+    print!("{}", retention.body_lines(bodies_at));
     let db = connect_and_migrate(settings).await?;
     if run.dry_run {
-        let audit_cutoff = retention
-            .audit_days
-            .map(|days| purge::retention_cutoff(at, days).trunc_subsecs(0));
-        let due = purge::due(&db, &cutoffs, audit_cutoff.unwrap_or(cutoff))
-            .await
-            .context("count what the purge would delete")?;
-        let rows: u64 = due.archive.values().sum();
-        println!(
-            "{done} {rows} archive rows: {}",
-            purge::per_source(&due.archive)
-        );
-        println!(
-            "{done} {} forward deliveries that were delivered or superseded",
-            due.forwarded
-        );
-        match (retention.audit_days, audit_cutoff) {
-            (Some(days), Some(audit_cutoff)) => println!(
-                "audit retention {days} days (from {}): {done} {} audit rows from before {}",
-                retention.from,
-                due.audit,
-                timestamp(audit_cutoff)
-            ),
-            _ => println!("audit log left as it is: its retention comes from the config file"),
-        }
-        return Ok(());
+        return dry_run(&db, &retention, &cutoffs, at).await;
     }
     let by_source = purge::purge_archive_by_source(&db, &cutoffs, purge::DEFAULT_BATCH)
         .await
@@ -168,6 +173,21 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
         "{done} {rows} archive rows: {}",
         purge::per_source(&by_source)
     );
+    let expired = expiry::expire_bodies(
+        &db,
+        &retention.policy.bodies,
+        bodies_at,
+        expiry::DEFAULT_BATCH,
+    )
+    .await
+    .context("expire the bodies past their retention")?;
+    if retention.expires_bodies() {
+        println!(
+            "expired the bodies of {} archive rows: {}",
+            expired.values().sum::<u64>(),
+            purge::per_source(&expired)
+        );
+    }
     let rows = purge::purge_forwarded(&db, cutoffs.clone(), purge::DEFAULT_BATCH)
         .await
         .context("purge the forward deliveries")?;
@@ -234,6 +254,53 @@ pub async fn verify(
             report.drifts.len(),
             report.repaired
         );
+    }
+    Ok(())
+}
+
+/// What `hookbox purge --dry-run` prints: what the purge would delete and expire at `at`.
+async fn dry_run(
+    db: &app::db::Db,
+    retention: &Retention,
+    cutoffs: &purge::Cutoffs,
+    at: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    let done = "would purge";
+    let cutoff = cutoffs.rest;
+    let bodies_at = at.trunc_subsecs(0);
+    let expiring = expiry::due(db, &retention.policy.bodies, cutoffs, bodies_at)
+        .await
+        .context("count the bodies the purge would expire")?;
+    let audit_cutoff = retention
+        .audit_days
+        .map(|days| purge::retention_cutoff(at, days).trunc_subsecs(0));
+    let due = purge::due(db, cutoffs, audit_cutoff.unwrap_or(cutoff))
+        .await
+        .context("count what the purge would delete")?;
+    let rows: u64 = due.archive.values().sum();
+    println!(
+        "{done} {rows} archive rows: {}",
+        purge::per_source(&due.archive)
+    );
+    if retention.expires_bodies() {
+        println!(
+            "would expire the bodies of {} archive rows: {}",
+            expiring.values().sum::<u64>(),
+            purge::per_source(&expiring)
+        );
+    }
+    println!(
+        "{done} {} forward deliveries that were delivered or superseded",
+        due.forwarded
+    );
+    match (retention.audit_days, audit_cutoff) {
+        (Some(days), Some(audit_cutoff)) => println!(
+            "audit retention {days} days (from {}): {done} {} audit rows from before {}",
+            retention.from,
+            due.audit,
+            timestamp(audit_cutoff)
+        ),
+        _ => println!("audit log left as it is: its retention comes from the config file"),
     }
     Ok(())
 }

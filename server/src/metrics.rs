@@ -212,7 +212,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
     // Kept by `ingest::begin`; touched here so the series exists before the first delivery.
     metrics::gauge!(app::ingest::POOL_WAITING).increment(0.0);
     // 0 until the first run: an alert sees "never", not nothing.
-    metrics::gauge!(app::maintenance::purge::LAST_PURGE).increment(0.0);
+    metrics::gauge!(app::maintenance::daily::LAST_PURGE).increment(0.0);
     // Which sources the alerts expect deliveries from, delivered to yet or not. The counters
     // the alerts take the increase of are touched at 0: a series that first appears at 1 shows
     // no increase, and its first 503 or dead delivery would raise no alert.

@@ -60,7 +60,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     // Archive retention: shortly after start, then daily, until the server has stopped.
     background.spawn(
         "daily purge",
-        app::maintenance::purge::run_daily(
+        app::maintenance::daily::run_daily(
             db.clone(),
             app::maintenance::purge::Policy::of(&config),
             config.server.audit_retention_days,

@@ -16,6 +16,7 @@ pub const DEFAULT_REJECTED_RETENTION_DAYS: u32 = 7;
 const SERVER_KEYS: &[&str] = &[
     "max_body_bytes",
     "retention_days",
+    "body_retention_days",
     "header_read_timeout_secs",
     "body_read_timeout_secs",
     "request_timeout_secs",
@@ -29,6 +30,9 @@ const SERVER_KEYS: &[&str] = &[
 pub struct ServerSettings {
     pub max_body_bytes: usize,
     pub retention_days: u32,
+    /// How long archive rows keep their bodies and headers, when not as long as the rows
+    /// (`body_retention_days`, optional; a source may set its own).
+    pub body_retention_days: Option<u32>,
     pub header_read_timeout_secs: u64,
     /// How long a webhook body may take to arrive, in all (not per chunk): then 408.
     pub body_read_timeout_secs: u64,
@@ -51,6 +55,7 @@ impl Default for ServerSettings {
         ServerSettings {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             retention_days: DEFAULT_RETENTION_DAYS,
+            body_retention_days: None,
             header_read_timeout_secs: DEFAULT_HEADER_READ_TIMEOUT_SECS,
             body_read_timeout_secs: DEFAULT_BODY_READ_TIMEOUT_SECS,
             request_timeout_secs: DEFAULT_REQUEST_TIMEOUT_SECS,
@@ -71,6 +76,7 @@ pub(super) fn read_server(mut keys: Keys<'_>) -> ServerSettings {
         retention_days: keys
             .number("retention_days", 1)
             .unwrap_or(DEFAULT_RETENTION_DAYS),
+        body_retention_days: keys.number("body_retention_days", 1),
         header_read_timeout_secs: keys
             .number("header_read_timeout_secs", 1)
             .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT_SECS),

@@ -20,6 +20,7 @@ const SOURCE_KEYS: &[&str] = &[
     "tolerance_secs",
     "rate_limit_per_sec",
     "retention_days",
+    "body_retention_days",
     "mode",
     "event_id",
     "object_id",
@@ -66,6 +67,9 @@ pub struct Source {
     /// How long its archive rows (and its done forward deliveries) are kept, in days, when not
     /// `[server] retention_days`.
     pub retention_days: Option<u32>,
+    /// How long its archive rows keep their bodies and headers: its own `body_retention_days`,
+    /// else `[server] body_retention_days`, else as long as the rows.
+    pub body_retention_days: Option<u32>,
     pub mapping: Mapping,
     /// The destinations its accepted events are forwarded to (`forward = [...]`).
     pub forward: Vec<String>,
@@ -142,6 +146,7 @@ pub(super) fn read_source(
     });
     let rate_limit_per_sec = keys.number("rate_limit_per_sec", 1);
     let retention_days = keys.number("retention_days", 1);
+    let body_retention_days = keys.number("body_retention_days", 1);
 
     let mode = read_mode(&mut keys, preset);
     let mapping = read_mapping(&mut keys, preset, mode);
@@ -163,6 +168,7 @@ pub(super) fn read_source(
             tolerance_secs,
             rate_limit_per_sec,
             retention_days,
+            body_retention_days,
             mapping,
             forward,
         }),

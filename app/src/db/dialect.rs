@@ -178,6 +178,25 @@ impl Dialect {
         }
     }
 
+    /// The clause that locks the selected rows against other writers until commit, waiting for
+    /// a row another transaction holds (`FOR UPDATE`); nothing on SQLite, as above.
+    pub fn lock_for_update(self) -> &'static str {
+        match self {
+            Dialect::Postgres => " FOR UPDATE",
+            Dialect::Sqlite => "",
+        }
+    }
+
+    /// The assignments that drop an archive row's body and headers when they expire: null on
+    /// PostgreSQL; on SQLite, whose columns stay `NOT NULL`, an empty body and `{}`. Readers go
+    /// by `body_expired_at` on both.
+    pub fn expired_body(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "body = NULL, headers = NULL",
+            Dialect::Sqlite => "body = X'', headers = '{}'",
+        }
+    }
+
     /// The pull feed's visibility horizon, as a 64-bit integer: only archive rows whose
     /// `feed_tx` is below it are served. PostgreSQL: the oldest transaction still running (the
     /// snapshot's xmin), so a row whose transaction commits later always sorts after every row

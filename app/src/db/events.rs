@@ -244,11 +244,24 @@ pub(crate) const ARCHIVED_FIELDS: &str = "COALESCE((SELECT original.body_fields 
 /// Whether the row's body is at hand: its own, or its original's not purged since.
 pub(crate) const BODY_KEPT: &str = "(webhook_events.body_of IS NULL OR EXISTS (SELECT 1 FROM webhook_events original WHERE original.id = webhook_events.body_of)) AS body_kept";
 
+/// What is left of a body past its source's body retention (`maintenance::expiry`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpiredBody {
+    pub at: DateTime<Utc>,
+    /// The SHA-256 of the body as received, hex.
+    pub sha256: String,
+    pub bytes: i64,
+}
+
 /// One archive row with its headers and raw body.
 pub struct StoredDelivery {
     pub row: EventRow,
+    /// `{}` once the body expired.
     pub headers_json: String,
+    /// Empty once the body expired.
     pub body: Vec<u8>,
+    /// When the body and headers expired, and the body's digest and size.
+    pub expired: Option<ExpiredBody>,
     /// The JSON object a form body was read as when it arrived (`envelope::FormRead`).
     pub body_fields: Option<String>,
     /// The earlier archive row of the same event whose identical body this row refers to instead
@@ -270,16 +283,33 @@ pub async fn stored_delivery_on<C: ConnectionTrait>(
     let backend = conn.get_database_backend();
     let headers = format!("{} AS headers", Dialect::of(backend).json_text("headers"));
     let sql = format!(
-        "SELECT {EVENT_COLUMNS}, {headers}, {ARCHIVED_BODY}, {ARCHIVED_FIELDS}, body_of, {BODY_KEPT} FROM webhook_events WHERE id = $1"
+        "SELECT {EVENT_COLUMNS}, {headers}, {ARCHIVED_BODY}, {ARCHIVED_FIELDS}, body_of, {BODY_KEPT},
+                body_expired_at, body_sha256, body_bytes
+         FROM webhook_events WHERE id = $1"
     );
     let row = conn
         .query_one_raw(crate::db::statement(backend, sql, vec![id.into()]))
         .await?;
     row.map(|row| {
+        let expired = match row.try_get::<Option<DateTime<Utc>>>("", "body_expired_at")? {
+            Some(at) => Some(ExpiredBody {
+                at,
+                sha256: row
+                    .try_get::<Option<String>>("", "body_sha256")?
+                    .unwrap_or_default(),
+                bytes: row.try_get::<Option<i64>>("", "body_bytes")?.unwrap_or(0),
+            }),
+            None => None,
+        };
         Ok(StoredDelivery {
             row: event_row(&row)?,
-            headers_json: row.try_get("", "headers")?,
-            body: row.try_get("", "body")?,
+            headers_json: row
+                .try_get::<Option<String>>("", "headers")?
+                .unwrap_or_else(|| "{}".into()),
+            body: row
+                .try_get::<Option<Vec<u8>>>("", "body")?
+                .unwrap_or_default(),
+            expired,
             body_fields: row.try_get("", "body_fields")?,
             body_of: row.try_get("", "body_of")?,
             body_kept: row.try_get("", "body_kept")?,

@@ -75,7 +75,9 @@ pub struct ExportRow {
     pub status: Status,
     pub outcome: OutcomeKind,
     pub error_message: Option<String>,
-    pub body: Vec<u8>,
+    /// None once it expired (`maintenance::expiry`).
+    pub body: Option<Vec<u8>>,
+    pub body_expired_at: Option<DateTime<Utc>>,
 }
 
 /// The position after a row, for the next batch.
@@ -144,7 +146,7 @@ pub async fn places(
     // counts that body's size, which its export carries.
     let dialect = Dialect::of(db.backend());
     let size = format!(
-        "COALESCE((SELECT {} FROM webhook_events original WHERE original.id = webhook_events.body_of), {})",
+        "COALESCE((SELECT {} FROM webhook_events original WHERE original.id = webhook_events.body_of), {}, 0)",
         dialect.byte_length("original.body"),
         dialect.byte_length("webhook_events.body")
     );
@@ -194,7 +196,7 @@ pub async fn rows(db: &Db, ids: &[i64]) -> Result<Vec<ExportRow>, QueryError> {
     let placeholders: Vec<String> = (1..=ids.len()).map(|n| format!("${n}")).collect();
     let sql = format!(
         "SELECT id, received_at, source, event_id, object_id, revision, event_type, status, outcome,
-                error_message, {ARCHIVED_BODY}
+                error_message, {ARCHIVED_BODY}, body_expired_at
          FROM webhook_events WHERE id IN ({}) ORDER BY received_at DESC, id DESC",
         placeholders.join(", ")
     );
@@ -212,7 +214,10 @@ pub async fn rows(db: &Db, ids: &[i64]) -> Result<Vec<ExportRow>, QueryError> {
 impl ExportRow {
     /// The row in `format`, one line.
     pub fn line(&self, format: Format) -> String {
-        let body = String::from_utf8_lossy(&self.body);
+        let body = match (&self.body, self.body_expired_at) {
+            (Some(body), None) => Some(String::from_utf8_lossy(body)),
+            _ => None,
+        };
         let received_at = self
             .received_at
             .to_rfc3339_opts(SecondsFormat::Micros, true);
@@ -248,7 +253,7 @@ impl ExportRow {
                     csv_field(self.status.as_str()),
                     csv_field(self.outcome.as_str()),
                     text(self.error_message.as_deref()),
-                    csv_field(&body),
+                    csv_field(body.as_deref().unwrap_or("")),
                 ]
                 .join(",");
                 line.push('\n');

@@ -205,6 +205,9 @@ pub async fn summaries(
         summary.retention_days = source
             .retention_days
             .unwrap_or(config.server.retention_days);
+        summary.body_retention_days = source
+            .body_retention_days
+            .or(config.server.body_retention_days);
         list.push(summary);
     }
     Ok(list)
@@ -273,6 +276,8 @@ fn summary(
         rate_limit_per_sec: source.rate_limit_per_sec,
         retention_days: source.retention_days.unwrap_or_default(),
         own_retention: source.retention_days.is_some(),
+        body_retention_days: source.body_retention_days,
+        own_body_retention: source.body_retention_days.is_some(),
         last_received: activity.last.map(|t| t.to_rfc3339()),
         received_24h: u64::try_from(received_24h).unwrap_or(0),
         silence: activity.silence,

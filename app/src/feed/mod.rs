@@ -423,7 +423,7 @@ pub async fn read(
             format!(
                 "SELECT e.id, e.feed_tx, e.source, e.event_id, e.event_type, e.object_id,
                         e.revision, e.outcome, e.received_at, {BODY} AS body,
-                        {FIELDS} AS body_fields, {snapshot} AS snapshot
+                        {FIELDS} AS body_fields, {snapshot} AS snapshot, e.body_expired_at
                  FROM webhook_events e
                  {CONTENT_JOINS}
                  WHERE e.id {among}
@@ -478,8 +478,13 @@ pub(crate) fn cursor_of(row: &QueryResult, tx: &str, id: &str) -> Result<Cursor,
 fn item_of(row: &QueryResult) -> Result<Item, DbErr> {
     let outcome: OutcomeKind = row.try_get("", "outcome")?;
     let snapshot: Option<String> = row.try_get("", "snapshot")?;
+    let expired = row
+        .try_get::<Option<DateTime<Utc>>>("", "body_expired_at")?
+        .is_some();
     let content = match snapshot {
         Some(snapshot) => Content::Snapshot(snapshot),
+        // A dedup source's body past its body retention: nothing left to hand on.
+        None if expired => Content::Payload("null".into()),
         None => {
             let body: Vec<u8> = row.try_get("", "body")?;
             let fields: Option<String> = row.try_get("", "body_fields")?;

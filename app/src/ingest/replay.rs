@@ -34,6 +34,12 @@ pub enum ReplayError {
     /// confirmed (something changed since the dry run): nothing was written.
     #[error("{now} deliveries would be replayed now, not {expected}")]
     CountChanged { expected: usize, now: usize },
+    /// Its body and headers expired (`body_retention_days`): there is nothing to send again.
+    #[error(
+        "its body and headers expired at {} (body_retention_days): only its ids, outcome and the body's SHA-256 are kept",
+        .0.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )]
+    BodyExpired(chrono::DateTime<chrono::Utc>),
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -120,6 +126,9 @@ async fn replay_in(
     stored: &StoredDelivery,
     operator: &str,
 ) -> Result<Recorded, ReplayError> {
+    if let Some(expired) = &stored.expired {
+        return Err(ReplayError::BodyExpired(expired.at));
+    }
     let source = config
         .source(&stored.row.source)
         .ok_or_else(|| ReplayError::UnknownSource(stored.row.source.clone()))?;
@@ -284,6 +293,10 @@ async fn replay_many_unclassified(
             Err(ReplayError::UnknownSource(_)) => {
                 attempt.rollback().await?;
                 done.skipped.unknown_source += 1;
+            }
+            Err(ReplayError::BodyExpired(_)) => {
+                attempt.rollback().await?;
+                done.skipped.body_expired += 1;
             }
             Err(e) => return Err(e),
         }

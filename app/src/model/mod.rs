@@ -200,6 +200,16 @@ pub struct EventSource {
     pub curl: String,
 }
 
+/// What is left of a body past its source's body retention.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BodyExpired {
+    /// When it expired (RFC 3339).
+    pub at: String,
+    /// The SHA-256 of the body as received, hex.
+    pub sha256: String,
+    pub bytes: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventDetail {
     pub event: EventRow,
@@ -226,6 +236,9 @@ pub struct EventDetail {
     /// (a re-posted duplicate), and whether that body is still kept (not purged since).
     pub body_of: Option<i64>,
     pub body_kept: bool,
+    /// Set once the body and headers expired (the source's `body_retention_days`).
+    #[serde(default)]
+    pub body_expired: Option<BodyExpired>,
     /// Every delivery of the same event (retries, replays), oldest first.
     pub related: Vec<EventRow>,
     /// Fields of the body to search by: (a JSON pointer, the `match` object finding its value).

@@ -253,11 +253,14 @@ pub struct Skipped {
     pub same_failure: usize,
     /// Its source is no longer configured.
     pub unknown_source: usize,
+    /// Its body expired (`body_retention_days`): there is nothing to replay.
+    #[serde(default)]
+    pub body_expired: usize,
 }
 
 impl Skipped {
     pub fn total(&self) -> usize {
-        self.resolved + self.replays + self.same_failure + self.unknown_source
+        self.resolved + self.replays + self.same_failure + self.unknown_source + self.body_expired
     }
 
     /// `already resolved 5, would fail the same way 3` (only the reasons that count).
@@ -267,6 +270,7 @@ impl Skipped {
             ("replays themselves", self.replays),
             ("would fail the same way", self.same_failure),
             ("source no longer configured", self.unknown_source),
+            ("body expired", self.body_expired),
         ]
         .iter()
         .filter(|(_, n)| *n > 0)

@@ -23,6 +23,12 @@ pub struct SourceSummary {
     /// (else the server's).
     pub retention_days: u32,
     pub own_retention: bool,
+    /// How long its archive rows keep their bodies and headers, in days (none: as long as the
+    /// rows), and whether that is its own `body_retention_days` (else the server's).
+    #[serde(default)]
+    pub body_retention_days: Option<u32>,
+    #[serde(default)]
+    pub own_body_retention: bool,
     /// The newest delivery the sender made (replays not counted), if the archive still has one.
     pub last_received: Option<String>,
     /// Deliveries the sender made in the overview's last 24 hours (to the hour).

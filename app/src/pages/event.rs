@@ -1,7 +1,10 @@
 //! `/events/{id}`: one delivery in full, the other deliveries of the same event, its object, and
 //! (operators) a guarded replay: a dry run first, then confirmation.
 
-use crate::components::cut::ShownCut;
+mod body;
+
+use body::{BodySection, ExpiredBody, HeadersTable};
+
 use crate::components::forward::{ForwardList, ResendAction, RetryAction};
 use crate::components::forward_actions::{resend_forward, retry_forward};
 use crate::components::{ErrorNote, Loaded, LocalTime, StatusBadge, TopBar};
@@ -198,6 +201,11 @@ pub async fn get_event(
         raw_body,
         body_of: stored.body_of,
         body_kept: stored.body_kept,
+        body_expired: stored.expired.map(|x| crate::model::BodyExpired {
+            at: x.at.to_rfc3339(),
+            sha256: x.sha256,
+            bytes: x.bytes,
+        }),
         related,
         can_replay: user.role == crate::model::Role::Operator,
     })
@@ -363,82 +371,16 @@ fn EventBody(
         .clone()
         .filter(|_| d.has_object)
         .map(|o| format!("/objects/{}/{}", urlencode(&e.source), urlencode(&o)));
-    let copied = RwSignal::new(false);
-    let curl_copied = RwSignal::new(false);
-    // The bytes as received and the curl command: fetched when first used, so the page carries
-    // the body once (the shown, possibly cut, layout); `true` copies the curl command.
-    let id = e.id;
-    let given = d
-        .raw_body
-        .clone()
-        .zip(d.curl.clone())
-        .map(|(raw_body, curl)| crate::model::EventSource { raw_body, curl });
-    let source = Action::new(move |curl: &bool| {
-        let (curl, given) = (*curl, given.clone());
-        async move {
-            let source = match given {
-                Some(source) => Ok(source),
-                None => get_event_source(id).await,
-            };
-            if let Ok(_s) = &source {
-                #[cfg(feature = "hydrate")]
-                if let Some(window) = web_sys::window() {
-                    let text = if curl { &_s.curl } else { &_s.raw_body };
-                    let _ = window.navigator().clipboard().write_text(text);
-                }
-                if curl {
-                    curl_copied.set(true)
-                } else {
-                    copied.set(true)
-                }
-            }
-            source
-        }
-    });
-    // The bytes as received, not the decoded layout the page shows.
-    let copy = move |_| {
-        source.dispatch(false);
-    };
-    let copy_curl = move |_| {
-        source.dispatch(true);
-    };
-    let curl_shown = move || source.value().get().and_then(Result::ok).map(|s| s.curl);
     view! {
         <h1>"Delivery " {e.id} " " <StatusBadge status=e.status outcome=e.outcome/></h1>
         <Fields e=e.clone() object_link revision_holder=d.revision_holder.clone()/>
         {d.can_replay.then(|| view! { <ReplayPanel id=e.id run=replay/> })}
-        <section class="panel">
-            <h2>"Body " <span class="muted">{if d.body_is_form { "(form, shown as its fields)" } else if d.body_is_json { "(JSON)" } else { "(raw)" }}</span></h2>
-            <button type="button" class="small" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
-            {d.body_of.map(|original| {
-                let link = format!("/events/{original}");
-                if d.body_kept {
-                    view! { <p class="muted" data-testid="body-of">"The same bytes as delivery " <a href=link>{format!("#{original}")}</a> ", kept once."</p> }.into_any()
-                } else {
-                    view! { <p class="muted" data-testid="body-of">{format!("The same bytes as delivery #{original}, which was purged since: the body is no longer kept.")}</p> }.into_any()
-                }
-            })}
-            <pre class="body" data-testid="body" tabindex="0"><code>{d.body.clone()}</code></pre>
-            {d.body_cut.then(|| view! {
-                <ShownCut what="body" href=format!("/events/{}?body=all", e.id) bytes=d.body_bytes testid="body-cut"/>
-            })}
-            <details>
-                <summary>"Send it again from a shell"</summary>
-                <p class="muted">"Posts this body, exactly, with the headers shown (redacted ones left out) to this hookbox: a duplicate of the original while its signature is valid."</p>
-                <button type="button" class="small" data-testid="copy-curl" on:click=copy_curl>{move || if curl_copied.get() { "Copied" } else { "Copy as curl" }}</button>
-                {move || curl_shown().map(|curl| view! { <pre class="body" data-testid="curl" tabindex="0"><code>{curl}</code></pre> })}
-                {move || source.value().get().and_then(Result::err).map(|e| view! { <ErrorNote error=e/> })}
-            </details>
-        </section>
+        {match d.body_expired.clone() {
+            Some(expired) => view! { <ExpiredBody expired/> }.into_any(),
+            None => view! { <BodySection d=d.clone()/> }.into_any(),
+        }}
         {(!d.searchable.is_empty()).then(|| view! { <Searchable source=e.source.clone() searchable=d.searchable.clone()/> })}
-        <section class="panel">
-            <h2>"Headers"</h2>
-            <table class="data compact">
-                <tbody>
-                    {d.headers.into_iter().map(|(name, value)| view! { <tr><th scope="row" class="mono">{name}</th><td class="mono wrap">{value}</td></tr> }).collect_view()}
-                </tbody>
-            </table>
-        </section>
+        {d.body_expired.is_none().then(|| view! { <HeadersTable headers=d.headers.clone()/> })}
         {(!d.forwarded.is_empty()).then(|| view! {
             <section class="panel" data-testid="forwarded">
                 <h2>"Forwarded"</h2>

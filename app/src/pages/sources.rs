@@ -87,18 +87,37 @@ pub fn SourcesPage() -> impl IntoView {
     }
 }
 
+/// How long a source's archive rows are kept, and its bodies: `30 days (its own
+/// retention_days)`.
+fn kept_words(source: &SourceSummary) -> (String, String) {
+    let days = |n: u32| format!("{n} day{}", if n == 1 { "" } else { "s" });
+    let whose = |own: bool, key: &str| {
+        if own {
+            format!("its own {key}")
+        } else {
+            format!("the server's {key}")
+        }
+    };
+    let kept = format!(
+        "{} ({})",
+        days(source.retention_days),
+        whose(source.own_retention, "retention_days")
+    );
+    let bodies = match source.body_retention_days {
+        Some(n) => format!(
+            "{} ({}), then the ids, outcome and the body's SHA-256 only",
+            days(n),
+            whose(source.own_body_retention, "body_retention_days")
+        ),
+        None => "as long as the archive rows".to_string(),
+    };
+    (kept, bodies)
+}
+
 #[component]
 fn SourceCard(source: SourceSummary, origin: RwSignal<Option<String>>) -> impl IntoView {
     let retention = source.retention_days;
-    let kept = format!(
-        "{retention} day{} ({})",
-        if retention == 1 { "" } else { "s" },
-        if source.own_retention {
-            "its own retention_days"
-        } else {
-            "the server's retention_days"
-        }
-    );
+    let (kept, bodies_kept) = kept_words(&source);
     let path = source.path.clone();
     let url = move || match origin.get() {
         Some(origin) => format!("{origin}{path}"),
@@ -159,6 +178,8 @@ fn SourceCard(source: SourceSummary, origin: RwSignal<Option<String>>) -> impl I
                 <dd>{rate}</dd>
                 <dt>"Archive kept"</dt>
                 <dd data-testid="retention">{kept}</dd>
+                <dt>"Bodies kept"</dt>
+                <dd data-testid="body-retention">{bodies_kept}</dd>
                 <dt>"Last delivery"</dt>
                 <dd data-testid="last-received">
                     {match source.last_received.clone() {

@@ -52,6 +52,8 @@ pub struct BulkSkipped {
     pub same_failure: usize,
     /// Rows of a source no longer configured.
     pub unknown_source: usize,
+    /// Rows whose body expired (`body_retention_days`).
+    pub body_expired: usize,
 }
 
 /// What the bulk replay did, or would do.
@@ -59,7 +61,7 @@ pub struct BulkSkipped {
 #[schema(example = json!({
     "matched": 14, "count": 12, "dry_run": true,
     "outcomes": {"applied": 11, "stale": 1},
-    "skipped": {"replays": 0, "resolved": 2, "same_failure": 0, "unknown_source": 0}
+    "skipped": {"replays": 0, "resolved": 2, "same_failure": 0, "unknown_source": 0, "body_expired": 0}
 }))]
 pub struct BulkAnswer {
     /// Failed deliveries the filter matched.
@@ -169,6 +171,7 @@ pub(super) async fn replay(
             resolved: done.skipped.resolved,
             same_failure: done.skipped.same_failure,
             unknown_source: done.skipped.unknown_source,
+            body_expired: done.skipped.body_expired,
         },
     }))
 }

@@ -99,8 +99,9 @@ pub struct ForwardSummary {
 pub struct EventDetail {
     #[serde(flatten)]
     pub event: Event,
-    /// The request's headers the token's role may see (credentials and signatures redacted).
-    pub headers: BTreeMap<String, String>,
+    /// The request's headers the token's role may see (credentials and signatures redacted);
+    /// null once they expired.
+    pub headers: Option<BTreeMap<String, String>>,
     /// The body exactly as sent, when it is JSON (numbers keep every digit).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<serde_json::Value>, required = false)]
@@ -109,6 +110,19 @@ pub struct EventDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(required = false)]
     pub body_base64: Option<String>,
+    /// When the body and headers expired (the source's `body_retention_days`): then there is no
+    /// body, and its SHA-256 and size are given instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime, required = false)]
+    pub body_expired_at: Option<String>,
+    /// The SHA-256 (hex) of the body as received, once it expired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false)]
+    pub body_sha256: Option<String>,
+    /// The size in bytes of the body as received, once it expired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false)]
+    pub body_bytes: Option<i64>,
     /// The deliveries to destinations it produced.
     pub forward_deliveries: Vec<ForwardSummary>,
 }
@@ -135,14 +149,16 @@ pub(super) async fn event(
         .await?
         .filter(|stored| caller.sees(&stored.row.source))
         .ok_or_else(not_found)?;
-    let headers = app::headers::shown_headers(
-        &stored.headers_json,
-        state.config.source(&stored.row.source),
-        caller.role,
-    )
-    .into_iter()
-    .map(|(name, value, _)| (name, value))
-    .collect();
+    let headers = stored.expired.is_none().then(|| {
+        app::headers::shown_headers(
+            &stored.headers_json,
+            state.config.source(&stored.row.source),
+            caller.role,
+        )
+        .into_iter()
+        .map(|(name, value, _)| (name, value))
+        .collect()
+    });
     let forward_deliveries = app::db::destinations::produced_by(&state.db, &[archive_id])
         .await?
         .into_iter()
@@ -161,14 +177,19 @@ pub(super) async fn event(
         .ok()
         .filter(|text| app::json::parse(text).is_ok())
         .and_then(|text| RawValue::from_string(text.trim().to_string()).ok());
-    let body_base64 = body
-        .is_none()
+    let body_base64 = (body.is_none() && stored.expired.is_none())
         .then(|| base64::engine::general_purpose::STANDARD.encode(&stored.body));
+    let expired = stored.expired;
     Ok(Json(EventDetail {
         event: Event::from(&stored.row),
         headers,
         body,
         body_base64,
+        body_expired_at: expired
+            .as_ref()
+            .map(|x| x.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        body_sha256: expired.as_ref().map(|x| x.sha256.clone()),
+        body_bytes: expired.map(|x| x.bytes),
         forward_deliveries,
     }))
 }

@@ -89,6 +89,9 @@ pub(super) async fn replay(
             "nothing was replayed: the replay would fail as the original did ({class}); fix the cause first, or send \"anyway\": true"
         )),
         ReplayError::Refused(why) => ApiError::Unprocessable(format!("nothing was replayed: {why}")),
+        expired @ ReplayError::BodyExpired(_) => {
+            ApiError::Conflict(format!("nothing was replayed: {expired}"))
+        }
         other => ApiError::BadRequest(other.to_string()),
     })?;
     let mut event = None;

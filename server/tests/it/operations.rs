@@ -73,7 +73,7 @@ async fn the_metrics_show_the_last_purge_and_the_last_verify_run(backend: Backen
         .expect("a drifted projection row");
 
     let before = unix_now();
-    app::maintenance::purge::run_once(&app.db, &app::maintenance::purge::Policy::uniform(30), 30)
+    app::maintenance::daily::run_once(&app.db, &app::maintenance::purge::Policy::uniform(30), 30)
         .await;
     let cutoff = app::maintenance::purge::retention_cutoff(chrono::Utc::now(), 30);
     let report = app::maintenance::verify::verify(&app.db, cutoff, false)

@@ -280,32 +280,66 @@ async fn a_dry_run_counts_per_source_what_would_go_and_as_of_applies_the_retenti
 async fn a_source_with_its_own_retention_is_purged_by_it_and_the_command_says_so() {
     let test_db = test_db(Backend::Postgres).await;
     let db = &test_db.db;
-    // shop keeps 120 days of its own: of its rows of 100, 40 and 5 days, none goes.
+    // shop keeps 120 days of its own: of its rows of 100, 40 and 5 days, none goes; it keeps
+    // bodies 30 days: those of 100 and 40 days expire.
     let all = three_ages_of_archive(db).await.to_vec();
     let dir = tempfile::tempdir().expect("temporary folder");
     std::fs::write(
         dir.path().join("hookbox.toml"),
         "[server]\nretention_days = 30\n[[sources]]\nname = \"shop\"\nscheme = \"hmac-sha256\"\n\
-         secrets_env = [\"SHOP_SECRET\"]\nretention_days = 120\n",
+         secrets_env = [\"SHOP_SECRET\"]\nretention_days = 120\nbody_retention_days = 30\n",
     )
     .expect("write config");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["purge"])
-        .env("DATABASE_URL", &test_db.url)
-        .env("SHOP_SECRET", "s3cret")
-        .env_remove("HOOKBOX_CONFIG")
-        .current_dir(dir.path())
-        .output()
-        .expect("run hookbox");
-    let out = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "{out}");
+    let purge = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+            .args(args)
+            .env("DATABASE_URL", &test_db.url)
+            .env("SHOP_SECRET", "s3cret")
+            .env_remove("HOOKBOX_CONFIG")
+            .current_dir(dir.path())
+            .output()
+            .expect("run hookbox");
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let expired = || {
+        texts(
+            db,
+            "SELECT CAST(id AS TEXT) FROM webhook_events WHERE body_expired_at IS NOT NULL ORDER BY id",
+            vec![],
+        )
+    };
+
+    let out = purge(&["purge", "--dry-run"]);
+    assert!(
+        out.contains("\nwould expire the bodies of 2 archive rows: shop 2\n"),
+        "{out}"
+    );
+    assert!(expired().await.is_empty(), "a dry run expires nothing");
+
+    let out = purge(&["purge"]);
     let lines: Vec<&str> = out.lines().collect();
     assert!(
         lines[1].starts_with("source shop: retention 120 days of its own: rows received before "),
         "{out}"
     );
-    assert_eq!(lines[2], "purged 0 archive rows: none", "{out}");
+    assert!(
+        lines[2].starts_with("source shop: bodies kept 30 days: bodies of rows received before "),
+        "{out}"
+    );
+    assert_eq!(lines[3], "purged 0 archive rows: none", "{out}");
+    assert_eq!(
+        lines[4], "expired the bodies of 2 archive rows: shop 2",
+        "{out}"
+    );
     assert_eq!(archive_ids(db).await, all);
+    assert_eq!(
+        expired().await,
+        vec![
+            vec![Some(all[0].to_string())],
+            vec![Some(all[1].to_string())]
+        ]
+    );
 }
 
 #[tokio::test]

@@ -17,6 +17,7 @@ use chrono::{DateTime, Duration, SubsecRound, Utc};
 use sea_orm::{ConnectionTrait, DatabaseBackend};
 use std::time::Instant;
 
+mod bodies;
 mod commands;
 mod per_source;
 mod purge;

@@ -13,6 +13,7 @@ fn policy() -> Policy {
     Policy {
         default_days: 90,
         own: BTreeMap::from([("shop".to_string(), 400), ("crm".to_string(), 7)]),
+        bodies: Default::default(),
     }
 }
 

@@ -49,7 +49,7 @@ async fn a_bulk_replay_skips_what_is_resolved_what_is_a_replay_and_what_would_fa
     );
     assert_eq!(
         dry["skipped"],
-        serde_json::json!({"resolved": 1, "replays": 1, "same_failure": 1, "unknown_source": 0}),
+        serde_json::json!({"resolved": 1, "replays": 1, "same_failure": 1, "unknown_source": 0, "body_expired": 0}),
         "{backend:?}: {dry}"
     );
     assert_eq!(dry["confirmation"], "replay 3");
