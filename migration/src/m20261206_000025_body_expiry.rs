@@ -63,6 +63,20 @@ impl MigrationTrait for Migration {
         let db = manager.get_connection();
         db.execute_unprepared("DROP TABLE IF EXISTS body_expiry_horizons")
             .await?;
+        if manager.get_database_backend() == DatabaseBackend::Postgres {
+            // Expired bodies and headers come back empty: the columns are NOT NULL again.
+            db.execute_unprepared(
+                "UPDATE webhook_events SET body = COALESCE(body, ''::bytea),
+                     headers = COALESCE(headers, '{}'::jsonb)
+                 WHERE body IS NULL OR headers IS NULL",
+            )
+            .await?;
+            db.execute_unprepared(
+                "ALTER TABLE webhook_events ALTER COLUMN body SET NOT NULL,
+                     ALTER COLUMN headers SET NOT NULL",
+            )
+            .await?;
+        }
         for column in ["body_sha256", "body_bytes", "body_expired_at"] {
             db.execute_unprepared(&format!("ALTER TABLE webhook_events DROP COLUMN {column}"))
                 .await?;

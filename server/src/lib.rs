@@ -1,6 +1,7 @@
 //! The `hookbox` binary's library: the axum router, the webhook endpoint and the commands.
 
 pub mod api;
+pub mod archive;
 pub mod background;
 pub mod check_config;
 pub mod database;

@@ -91,6 +91,10 @@ enum Command {
         #[arg(long, value_name = "TIME")]
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     },
+    /// The cold archive of the config file's [archive]: list its objects, verify them against
+    /// their manifests, restore days of a source.
+    #[command(subcommand)]
+    Archive(ArchiveCommand),
     /// Check that the projection, the inbox and the archive agree; exit 1 while drift remains.
     /// Needs the config file (HOOKBOX_CONFIG, else ./hookbox.toml) or --retention-days.
     Verify {
@@ -107,6 +111,36 @@ struct RetentionArg {
     /// The archive retention in days, instead of server.retention_days of the config file.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     retention_days: Option<u32>,
+}
+
+#[derive(Subcommand)]
+enum ArchiveCommand {
+    /// Print the objects with their rows, ids and times.
+    List {
+        #[arg(long, value_name = "S")]
+        source: Option<String>,
+        /// The first day (YYYY-MM-DD, UTC) of rows received.
+        #[arg(long, value_name = "DATE")]
+        from: Option<chrono::NaiveDate>,
+        /// The last day (YYYY-MM-DD, UTC), included.
+        #[arg(long, value_name = "DATE")]
+        to: Option<chrono::NaiveDate>,
+    },
+    /// Check every object against its manifest; exit 1 naming each mismatch.
+    Verify,
+    /// Put a source's rows of those days back in the archive (each once, with its own id; a
+    /// row already there is left alone), searchable and replayable, kept --keep-days.
+    Restore {
+        #[arg(long, value_name = "S")]
+        source: String,
+        #[arg(long, value_name = "DATE")]
+        from: chrono::NaiveDate,
+        #[arg(long, value_name = "DATE")]
+        to: chrono::NaiveDate,
+        /// How many days the restored rows are kept, whatever the source's retention.
+        #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=3650))]
+        keep_days: u32,
+    },
 }
 
 #[derive(Subcommand)]
@@ -216,6 +250,18 @@ async fn main() -> ExitCode {
             };
             server::maintenance::purge(&settings, run).await
         }
+        Command::Archive(command) => match command {
+            ArchiveCommand::List { source, from, to } => {
+                server::archive::list(source, from, to).await
+            }
+            ArchiveCommand::Verify => server::archive::verify().await,
+            ArchiveCommand::Restore {
+                source,
+                from,
+                to,
+                keep_days,
+            } => server::archive::restore(&settings, source, from, to, keep_days).await,
+        },
         Command::Verify { repair, retention } => {
             server::maintenance::verify(&settings, repair, retention.retention_days).await
         }

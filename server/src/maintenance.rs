@@ -25,12 +25,17 @@ struct Retention {
     audit_days: Option<u32>,
     /// `server.rejected_retention_days`, when a config file was read.
     rejected_days: Option<u32>,
+    /// The config file's `[archive]`, whatever gave the retention: rows are written there
+    /// before they go.
+    cold: Option<app::maintenance::cold::ColdArchive>,
 }
 
 impl Retention {
     /// `--retention-days` if given, else the config file `hookbox serve` would load; neither is
     /// an error naming where the file was looked for.
     fn resolve(flag: Option<u32>) -> anyhow::Result<Retention> {
+        let config = Config::load_from_env()?;
+        let cold = app::maintenance::cold::ColdArchive::of(&config)?;
         if let Some(days) = flag {
             return Ok(Retention {
                 days,
@@ -38,9 +43,9 @@ impl Retention {
                 from: "--retention-days".into(),
                 audit_days: None,
                 rejected_days: None,
+                cold,
             });
         }
-        let config = Config::load_from_env()?;
         let Some(path) = config.path.clone() else {
             bail!(
                 "no config file to take server.retention_days from: {CONFIG_ENV} is unset and \
@@ -54,6 +59,7 @@ impl Retention {
             from: absolute(&path),
             audit_days: Some(config.server.audit_retention_days),
             rejected_days: Some(config.server.rejected_retention_days),
+            cold,
         })
     }
 
@@ -165,6 +171,8 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
     if run.dry_run {
         return dry_run(&db, &retention, &cutoffs, at).await;
     }
+    // With a cold archive, what goes is written there first, and only what is written goes.
+    let (cutoffs, written) = archive_first(&db, &retention, cutoffs, bodies_at).await?;
     let by_source = purge::purge_archive_by_source(&db, &cutoffs, purge::DEFAULT_BATCH)
         .await
         .context("purge the archive")?;
@@ -173,14 +181,17 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
         "{done} {rows} archive rows: {}",
         purge::per_source(&by_source)
     );
-    let expired = expiry::expire_bodies(
-        &db,
-        &retention.policy.bodies,
-        bodies_at,
-        expiry::DEFAULT_BATCH,
-    )
-    .await
-    .context("expire the bodies past their retention")?;
+    let mut scopes = retention.policy.bodies.at(bodies_at);
+    if let Some(written) = &written {
+        let sources: Vec<String> = written.horizons.keys().cloned().collect();
+        scopes = scopes
+            .iter()
+            .map(|scope| scope.within(&written.horizons, &sources))
+            .collect();
+    }
+    let expired = expiry::expire_scopes(&db, scopes, expiry::DEFAULT_BATCH)
+        .await
+        .context("expire the bodies past their retention")?;
     if retention.expires_bodies() {
         println!(
             "expired the bodies of {} archive rows: {}",
@@ -303,4 +314,39 @@ async fn dry_run(
         _ => println!("audit log left as it is: its retention comes from the config file"),
     }
     Ok(())
+}
+
+/// With the config file's `[archive]`: writes what the purge reaches there and prints what it
+/// wrote; answers the cutoffs clamped to what is written, and what was.
+async fn archive_first(
+    db: &app::db::Db,
+    retention: &Retention,
+    cutoffs: purge::Cutoffs,
+    at: DateTime<Utc>,
+) -> anyhow::Result<(
+    purge::Cutoffs,
+    Option<app::maintenance::cold::write::Written>,
+)> {
+    Ok(match &retention.cold {
+        Some(cold) => {
+            let (within, written) =
+                app::maintenance::cold::write::before_purge(db, cold, &retention.policy, at)
+                    .await
+                    .with_context(|| format!("write the cold archive {}", cold.url))?;
+            println!(
+                "archived {} rows in {} objects to {}: {}",
+                written.rows.values().sum::<u64>(),
+                written.objects,
+                cold.url,
+                purge::per_source(&written.rows)
+            );
+            for source in &written.held {
+                println!(
+                    "source {source}: another process is writing its cold archive (or was, until its lease of 10 minutes runs out); its rows not yet written stay for the next run"
+                );
+            }
+            (within, Some(written))
+        }
+        None => (cutoffs, None),
+    })
 }

@@ -8,6 +8,8 @@
 //! `hookbox_ingest_transaction_duration_seconds{source}`, `hookbox_db_pool_connections{state}`
 //! (in_use, idle, max), `hookbox_db_pool_waiting` (deliveries waiting for a connection to begin
 //! their transaction), `hookbox_purge_runs_total{outcome}`, `hookbox_purge_deleted_rows_total`,
+//! `hookbox_purge_expired_bodies_total`, `hookbox_cold_archive_runs_total{outcome}`,
+//! `hookbox_cold_archive_rows_total`, `hookbox_cold_archive_failing`,
 //! `hookbox_last_purge_timestamp_seconds` (the daily retention run); read from the database at
 //! each scrape: `hookbox_forward_pending`, `hookbox_forward_oldest_pending_seconds`,
 //! `hookbox_forward_dead` (by destination), `hookbox_verify_last_run_timestamp_seconds`,
@@ -213,6 +215,9 @@ pub async fn render(State(state): State<AppState>) -> Response {
     metrics::gauge!(app::ingest::POOL_WAITING).increment(0.0);
     // 0 until the first run: an alert sees "never", not nothing.
     metrics::gauge!(app::maintenance::daily::LAST_PURGE).increment(0.0);
+    if state.config.archive.is_some() {
+        metrics::gauge!(app::maintenance::daily::COLD_ARCHIVE_FAILING).increment(0.0);
+    }
     // Which sources the alerts expect deliveries from, delivered to yet or not. The counters
     // the alerts take the increase of are touched at 0: a series that first appears at 1 shows
     // no increase, and its first 503 or dead delivery would raise no alert.

@@ -41,6 +41,8 @@ pub fn leptos_options(addr: SocketAddr, site: &Site) -> LeptosOptions {
 
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let config = Config::load_from_env()?;
+    // A cold archive that cannot be opened stops the start, rather than a purge without it.
+    let cold = app::maintenance::cold::ColdArchive::of(&config)?;
     let db = connect_and_migrate(&settings).await?;
     bootstrap_admin(&db, settings.admin_password.clone()).await?;
     let addr = settings.site_addr;
@@ -63,6 +65,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         app::maintenance::daily::run_daily(
             db.clone(),
             app::maintenance::purge::Policy::of(&config),
+            cold,
             config.server.audit_retention_days,
             background.stopped(),
         ),

@@ -7,10 +7,12 @@
 //! [`SecretKey`](crate::schemes::SecretKey)s, which never print.
 //!
 //! Here: [`Config`], its loading, and its errors. The file's tables are read in `server.rs`
-//! (`[server]`), `sources.rs` (`[[sources]]`) and `destinations.rs` (`[[destinations]]`), each
+//! (`[server]`), `sources.rs` (`[[sources]]`), `destinations.rs` (`[[destinations]]`) and
+//! `archive.rs` (`[archive]`), each
 //! key by key through `keys.rs`, which records the problems. The environment is read in
 //! `settings.rs`, with `proxies.rs`; what configures the database pools is in `database.rs`.
 
+pub mod archive;
 mod database;
 pub mod destinations;
 mod keys;
@@ -40,7 +42,7 @@ pub const CONFIG_ENV: &str = "HOOKBOX_CONFIG";
 /// The config file read from the working directory when [`CONFIG_ENV`] is unset.
 pub const DEFAULT_CONFIG_FILE: &str = "hookbox.toml";
 
-const TOP_KEYS: &[&str] = &["server", "sources", "destinations"];
+const TOP_KEYS: &[&str] = &["server", "sources", "destinations", "archive"];
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -50,6 +52,8 @@ pub struct Config {
     pub sources: Vec<Source>,
     /// Where accepted events are forwarded (`[[destinations]]`).
     pub destinations: Vec<Destination>,
+    /// The cold archive (`[archive] url`), when configured.
+    pub archive: Option<archive::ArchiveUrl>,
 }
 
 impl Config {
@@ -59,6 +63,7 @@ impl Config {
             server: ServerSettings::default(),
             sources: Vec::new(),
             destinations: Vec::new(),
+            archive: None,
         }
     }
 
@@ -132,6 +137,16 @@ impl Config {
             }
         };
 
+        let archive = match top.get("archive") {
+            None => None,
+            Some(toml::Value::Table(table)) => {
+                archive::read_archive(Keys::new(table, None, "archive.", &mut problems))
+            }
+            Some(_) => {
+                problems.add(None, Some("archive"), "must be a table ([archive])");
+                None
+            }
+        };
         let destinations =
             destinations::read_destinations(top.get("destinations"), env, &mut problems);
         let destination_names: Vec<&str> = destinations.iter().map(|d| d.name.as_str()).collect();
@@ -174,6 +189,7 @@ impl Config {
                 server,
                 sources,
                 destinations,
+                archive,
             })
         } else {
             Err(ConfigErrors(problems.found))

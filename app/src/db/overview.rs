@@ -388,6 +388,7 @@ pub async fn kept(db: &Db) -> Result<Kept, DbErr> {
         bytes,
         whole_database: dialect == Dialect::Sqlite,
         oldest: oldest.map(|at| at.to_rfc3339()),
+        cold: None,
     })
 }
 

@@ -1,13 +1,16 @@
 //! The server's retention task: every process runs it shortly after start and then daily; each
 //! step's failure is logged and counted, and the next run goes on from where it stopped.
 
+use super::cold::ColdArchive;
+use super::cold::write::{Written, before_purge};
 use super::expiry;
+use super::policy::Cutoffs;
 use super::purge::{
     DEFAULT_BATCH, Policy, per_source, purge_archive_by_source, purge_audit, purge_forwarded,
     retention_cutoff,
 };
 use crate::db::Db;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 /// When the server runs the purge: shortly after start, then daily.
 pub const FIRST_RUN_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
@@ -20,6 +23,7 @@ pub const INTERVAL: std::time::Duration = std::time::Duration::from_secs(24 * 60
 pub async fn run_daily(
     db: Db,
     policy: Policy,
+    cold: Option<ColdArchive>,
     audit_retention_days: u32,
     stop: impl Future<Output = ()>,
 ) {
@@ -28,7 +32,7 @@ pub async fn run_daily(
         let mut every_day = tokio::time::interval(INTERVAL);
         loop {
             every_day.tick().await;
-            run_once(&db, &policy, audit_retention_days).await;
+            run_once(&db, &policy, cold.as_ref(), audit_retention_days).await;
         }
     };
     tokio::select! {
@@ -41,14 +45,86 @@ pub async fn run_daily(
 /// (0 until then); the shipped alert on a purge not having run reads it.
 pub const LAST_PURGE: &str = "hookbox_last_purge_timestamp_seconds";
 
-/// One run of the retention task: the archive, the bodies past their body retention
-/// (`expiry`), the forward deliveries that are done, the audit log. Failures are logged and counted (`hookbox_purge_runs_total{outcome}`), never returned.
-pub async fn run_once(db: &Db, policy: &Policy, audit_retention_days: u32) {
+/// One run of the retention task: with a cold archive, the rows about to go written there
+/// first; the archive, the bodies past their body retention (`expiry`), the forward deliveries
+/// that are done, the audit log. Failures are logged and counted
+/// (`hookbox_purge_runs_total{outcome}`, `hookbox_cold_archive_runs_total{outcome}`), never
+/// returned; a cold archive that cannot be written leaves every archive row and body in place.
+pub async fn run_once(
+    db: &Db,
+    policy: &Policy,
+    cold: Option<&ColdArchive>,
+    audit_retention_days: u32,
+) {
+    let at = Utc::now();
+    let cutoffs = policy.at(at);
+    match cold {
+        None => purge_and_expire(db, policy, &cutoffs, None).await,
+        Some(cold) => {
+            if let Some((within, written)) = archive_first(db, cold, policy, at).await {
+                purge_and_expire(db, policy, &within, Some(&written)).await;
+            }
+        }
+    }
+    the_rest(db, &cutoffs, policy.default_days, audit_retention_days).await;
+}
+
+/// Writes what the purge and body expiry are about to reach to the cold archive: the cutoffs
+/// clamped to what is written, or none when it could not be written (logged and counted).
+async fn archive_first(
+    db: &Db,
+    cold: &ColdArchive,
+    policy: &Policy,
+    at: DateTime<Utc>,
+) -> Option<(Cutoffs, Written)> {
+    let started = std::time::Instant::now();
+    match before_purge(db, cold, policy, at).await {
+        Ok((within, written)) => {
+            metrics::counter!("hookbox_cold_archive_runs_total", "outcome" => "ok").increment(1);
+            metrics::counter!("hookbox_cold_archive_rows_total")
+                .increment(written.rows.values().sum());
+            metrics::gauge!(COLD_ARCHIVE_FAILING).set(0.0);
+            if let Err(error) = super::cold::state::written(db, Utc::now()).await {
+                tracing::warn!(%error, "cold archive: could not record the run");
+            }
+            tracing::info!(
+                rows = written.rows.values().sum::<u64>(),
+                objects = written.objects,
+                per_source = %per_source(&written.rows),
+                archive = %cold.url,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "cold archive: wrote the rows the purge reaches"
+            );
+            Some((within, written))
+        }
+        Err(error) => {
+            metrics::counter!("hookbox_cold_archive_runs_total", "outcome" => "failed")
+                .increment(1);
+            metrics::gauge!(COLD_ARCHIVE_FAILING).set(1.0);
+            if let Err(error) = super::cold::state::failed(db, Utc::now(), &error.to_string()).await
+            {
+                tracing::warn!(%error, "cold archive: could not record the failure");
+            }
+            tracing::warn!(
+                %error,
+                "cold archive: writing failed; nothing purged or expired, retrying at the next run"
+            );
+            None
+        }
+    }
+}
+
+/// 1 while the last cold archive run failed (its rows stay in the database); the shipped alert
+/// reads it.
+pub const COLD_ARCHIVE_FAILING: &str = "hookbox_cold_archive_failing";
+
+/// The archive's purge and body expiry, within `cutoffs` (and, with a cold archive, what it
+/// holds).
+async fn purge_and_expire(db: &Db, policy: &Policy, cutoffs: &Cutoffs, written: Option<&Written>) {
     let retention_days = policy.default_days;
-    let cutoffs = policy.at(Utc::now());
     let cutoff = cutoffs.rest;
     let started = std::time::Instant::now();
-    let result = purge_archive_by_source(db, &cutoffs, DEFAULT_BATCH).await;
+    let result = purge_archive_by_source(db, cutoffs, DEFAULT_BATCH).await;
     let outcome = if result.is_ok() { "ok" } else { "failed" };
     metrics::counter!("hookbox_purge_runs_total", "outcome" => outcome).increment(1);
     match result {
@@ -71,7 +147,12 @@ pub async fn run_once(db: &Db, policy: &Policy, audit_retention_days: u32) {
             "archive retention: purge failed; retrying at the next run"
         ),
     }
-    expiry::run_once(db, &policy.bodies).await;
+    expiry::run_once(db, &policy.bodies, written.map(|w| &w.horizons)).await;
+}
+
+/// What goes whatever the cold archive: the forward deliveries that are done, the overview's
+/// old quarters, the audit log.
+async fn the_rest(db: &Db, cutoffs: &Cutoffs, retention_days: u32, audit_retention_days: u32) {
     match purge_forwarded(db, cutoffs.clone(), DEFAULT_BATCH).await {
         Ok(rows) => tracing::info!(
             rows,

@@ -35,10 +35,16 @@ pub async fn expire_bodies(
     at: DateTime<Utc>,
     batch: usize,
 ) -> Result<BySource, DbErr> {
+    expire_scopes(db, policy.at(at), batch).await
+}
+
+/// [`expire_bodies`] of given scopes (a policy's, clamped to what the cold archive holds:
+/// [`Scope::within`]).
+pub async fn expire_scopes(db: &Db, scopes: Vec<Scope>, batch: usize) -> Result<BySource, DbErr> {
     let batch = batch.max(1);
     let started = Utc::now();
     let mut total = BySource::new();
-    for scope in policy.at(at) {
+    for scope in scopes {
         let from = horizon(db, &scope.name).await?;
         loop {
             let transaction = db.maintenance().begin().await?;
@@ -221,13 +227,26 @@ async fn digest_of<C: ConnectionTrait>(conn: &C, id: i64) -> Result<(String, i64
     Ok((hex::encode(Sha256::digest(&body)), bytes))
 }
 
-/// The server's body expiry, one run: logged and counted, never returned.
-pub async fn run_once(db: &Db, policy: &BodyPolicy) {
+/// The server's body expiry, one run: logged and counted, never returned. With a cold archive,
+/// `written` holds each source's horizon there: no body expires before it is written.
+pub async fn run_once(
+    db: &Db,
+    policy: &BodyPolicy,
+    written: Option<&std::collections::BTreeMap<String, DateTime<Utc>>>,
+) {
     if policy.default_days.is_none() && policy.own.is_empty() {
         return;
     }
     let started = std::time::Instant::now();
-    match expire_bodies(db, policy, Utc::now(), DEFAULT_BATCH).await {
+    let mut scopes = policy.at(Utc::now());
+    if let Some(horizons) = written {
+        let sources: Vec<String> = horizons.keys().cloned().collect();
+        scopes = scopes
+            .iter()
+            .map(|scope| scope.within(horizons, &sources))
+            .collect();
+    }
+    match expire_scopes(db, scopes, DEFAULT_BATCH).await {
         Ok(by_source) => {
             let rows = by_source.values().sum();
             metrics::counter!("hookbox_purge_expired_bodies_total").increment(rows);

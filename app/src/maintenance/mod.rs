@@ -1,6 +1,8 @@
-//! Operator maintenance over the whole database: archive retention ([`purge`]), body expiry ([`expiry`]) and the check of
+//! Operator maintenance over the whole database: archive retention ([`purge`]), body expiry
+//! ([`expiry`]), the cold archive ([`cold`]), the daily task running them ([`daily`]) and the check of
 //! the ingest invariants ([`verify`]).
 
+pub mod cold;
 pub mod daily;
 pub mod expiry;
 pub mod policy;

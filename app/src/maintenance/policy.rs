@@ -97,6 +97,24 @@ impl From<DateTime<Utc>> for Cutoffs {
 }
 
 impl Cutoffs {
+    /// Where `source`'s retention ends.
+    pub fn of(&self, source: &str) -> DateTime<Utc> {
+        self.own.get(source).copied().unwrap_or(self.rest)
+    }
+
+    /// These cutoffs no later than `horizons` (per source, the time before which its rows are in
+    /// the cold archive): every source named there gets a cutoff of its own, and every other
+    /// one none (it has no row written).
+    pub fn within(&self, horizons: &BTreeMap<String, DateTime<Utc>>) -> Cutoffs {
+        Cutoffs {
+            own: horizons
+                .iter()
+                .map(|(source, horizon)| (source.clone(), self.of(source).min(*horizon)))
+                .collect(),
+            rest: DateTime::<Utc>::UNIX_EPOCH,
+        }
+    }
+
     /// The condition true of the rows past their source's retention, on the columns `source`
     /// and `at`, its values taken by `c`.
     pub(crate) fn past(&self, c: &mut Conditions, source: &str, at: &str) -> String {
@@ -178,6 +196,35 @@ impl BodyPolicy {
 }
 
 impl Scope {
+    /// Whether `source`'s rows are this scope's.
+    pub fn covers(&self, source: &str) -> bool {
+        if self.name == EVERY_OTHER_SOURCE {
+            !self.others.iter().any(|other| other == source)
+        } else {
+            self.name == source
+        }
+    }
+
+    /// This scope with its cutoff no later than `horizons` (per source, the time before which
+    /// its rows are in the cold archive; a source not named there has none written).
+    pub fn within(&self, horizons: &BTreeMap<String, DateTime<Utc>>, sources: &[String]) -> Scope {
+        let horizon = sources
+            .iter()
+            .filter(|source| self.covers(source))
+            .map(|source| {
+                horizons
+                    .get(source)
+                    .copied()
+                    .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+            })
+            .min()
+            .unwrap_or(self.cutoff);
+        Scope {
+            cutoff: self.cutoff.min(horizon),
+            ..self.clone()
+        }
+    }
+
     /// The condition true of this scope's rows received in `[from, cutoff)` whose body is still
     /// there, on the archive's columns, its values taken by `c`.
     pub(crate) fn due(&self, c: &mut Conditions, from: DateTime<Utc>) -> String {
@@ -192,7 +239,8 @@ impl Scope {
         };
         let (from, cutoff) = (c.param(from), c.param(self.cutoff));
         format!(
-            "{sources} AND received_at >= {from} AND received_at < {cutoff} AND body_expired_at IS NULL"
+            "{sources} AND received_at >= {from} AND received_at < {cutoff} AND body_expired_at IS NULL
+             AND kept_until IS NULL"
         )
     }
 }

@@ -88,6 +88,8 @@ async fn delete_batch<C: ConnectionTrait>(
     let mut c = Conditions::new();
     let past = cutoffs.past(&mut c, "source", "received_at");
     c.and(past);
+    let now = c.param(Utc::now());
+    c.and(not_kept(&now));
     let limit = c.param(i64::try_from(batch).unwrap_or(i64::MAX));
     let chosen = conn
         .query_all_raw(crate::db::statement(
@@ -137,6 +139,12 @@ async fn delete_batch<C: ConnectionTrait>(
     Ok(by_source)
 }
 
+/// True of the rows no restore keeps at `now` (a parameter): `hookbox archive restore` puts
+/// rows back kept until a time, whatever their source's retention.
+fn not_kept(now: &str) -> String {
+    format!("(kept_until IS NULL OR kept_until < {now})")
+}
+
 /// Gives the rows that refer to the identical body of one of `ids` (`body_of`, archived
 /// duplicates) and are not among them a copy of that body and its fields, before those rows are
 /// deleted or their bodies dropped: each row keeps its body as long as its own retention says.
@@ -181,11 +189,13 @@ pub async fn due(
     let backend = conn.get_database_backend();
     let mut c = Conditions::new();
     let past = cutoffs.past(&mut c, "source", "received_at");
+    let now = c.param(Utc::now());
+    let kept = not_kept(&now);
     let rows = conn
         .query_all_raw(crate::db::statement(
             backend,
             format!(
-                "SELECT source, count(*) AS n FROM webhook_events WHERE {past}
+                "SELECT source, count(*) AS n FROM webhook_events WHERE {past} AND {kept}
                  GROUP BY source ORDER BY source"
             ),
             c.values,

@@ -5,12 +5,14 @@ mod answer;
 mod charts;
 mod feed;
 mod find;
+mod keeping;
 mod problems;
 mod sources;
 pub use answer::*;
 pub use charts::*;
 pub use feed::*;
 pub use find::*;
+pub use keeping::*;
 pub use problems::*;
 pub use sources::*;
 
@@ -200,16 +202,6 @@ pub struct EventSource {
     pub curl: String,
 }
 
-/// What is left of a body past its source's body retention.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BodyExpired {
-    /// When it expired (RFC 3339).
-    pub at: String,
-    /// The SHA-256 of the body as received, hex.
-    pub sha256: String,
-    pub bytes: i64,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventDetail {
     pub event: EventRow,
@@ -376,17 +368,6 @@ pub struct Overview {
     /// What the archive keeps now.
     #[serde(default)]
     pub kept: Kept,
-}
-
-/// What the archive keeps now: its size on disk, and its oldest delivery.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Kept {
-    /// PostgreSQL: the archive table with its indexes and TOAST; SQLite: the whole database file.
-    pub bytes: i64,
-    /// Whether `bytes` is the whole database (SQLite) rather than the archive alone.
-    pub whole_database: bool,
-    /// When the oldest archive row was received (RFC 3339), if there is one.
-    pub oldest: Option<String>,
 }
 
 vocabulary! {

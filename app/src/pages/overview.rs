@@ -23,6 +23,9 @@ pub async fn get_overview() -> Result<Overview, DashboardError> {
             .filter(|d| d.needs_attention())
             .collect();
     overview.problems = crate::db::problems::open_counts(&db).await?;
+    if guard::config()?.archive.is_some() {
+        overview.kept.cold = Some(crate::maintenance::cold::state::read(&db).await?);
+    }
     Ok(overview)
 }
 
@@ -188,7 +191,26 @@ fn ArchiveKept(kept: crate::model::Kept) -> impl IntoView {
                 }}
                 ". Each source's retention is on " <a href="/sources">"Sources"</a> "."
             </p>
+            {kept.cold.map(|cold| view! { <ColdArchiveState cold/> })}
         </section>
+    }
+}
+
+/// Whether the cold archive is written: failing (since when, why: nothing is purged meanwhile),
+/// or the last run that wrote it and how far it reaches.
+#[component]
+fn ColdArchiveState(cold: crate::model::ColdState) -> impl IntoView {
+    match (cold.failing_since, cold.last_written_at) {
+        (Some(since), _) => view! {
+            <p class="attention" data-testid="cold-archive">"The cold archive cannot be written since " <LocalTime utc=since/>
+                ": nothing is purged and no body expires until it can. Last error: "
+                <span class="mono wrap">{cold.last_error.unwrap_or_default()}</span></p>
+        }.into_any(),
+        (None, Some(at)) => view! {
+            <p class="muted" data-testid="cold-archive">"The cold archive was last written " <LocalTime utc=at/>
+                {cold.through.map(|through| view! { "; it holds every row received before " <LocalTime utc=through/> })} "."</p>
+        }.into_any(),
+        (None, None) => view! { <p class="muted" data-testid="cold-archive">"The cold archive has not been written yet: the first retention run writes it."</p> }.into_any(),
     }
 }
 

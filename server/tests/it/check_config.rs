@@ -148,7 +148,7 @@ colour = "blue"
         format!(
             "{f}: server.max_body_bytes: must be at least 1
 {f}: source payments: secrets_env: environment variable STRIPE_SECRET_OLD is unset or empty
-{f}: source clerk: colour: unknown key (known: name, preset, scheme, secrets_env, tolerance_secs, rate_limit_per_sec, retention_days, mode, event_id, object_id, revision, snapshot, event_type, forward, token_header, token_query, public_keys_env, algorithm, signature_header, signature_prefix, signature_separator, signature_encoding, signed, timestamp_header, timestamp_prefix, timestamp_field, timestamp_unit, secret_encoding, secret_prefix)
+{f}: source clerk: colour: unknown key (known: name, preset, scheme, secrets_env, tolerance_secs, rate_limit_per_sec, retention_days, body_retention_days, mode, event_id, object_id, revision, snapshot, event_type, forward, token_header, token_query, public_keys_env, algorithm, signature_header, signature_prefix, signature_separator, signature_encoding, signed, timestamp_header, timestamp_prefix, timestamp_field, timestamp_unit, secret_encoding, secret_prefix)
 {f}: source clerk: secrets_env: the secret in CLERK_SECRET: secret is not whsec_ followed by standard base64
 {f}: source clerk: event_id: must name at least one place
 hookbox: {f} has 5 problems

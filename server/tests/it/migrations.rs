@@ -7,11 +7,14 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 20] = [
+const TABLES: [&str; 23] = [
     "api_tokens",
     "archive_quarter_counts",
     "archive_quarters_counted",
     "audit_log",
+    "body_expiry_horizons",
+    "cold_archive_horizons",
+    "cold_archive_state",
     "feed_consumers",
     "feed_horizon",
     "feed_source_horizons",

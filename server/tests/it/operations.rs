@@ -73,8 +73,13 @@ async fn the_metrics_show_the_last_purge_and_the_last_verify_run(backend: Backen
         .expect("a drifted projection row");
 
     let before = unix_now();
-    app::maintenance::daily::run_once(&app.db, &app::maintenance::purge::Policy::uniform(30), 30)
-        .await;
+    app::maintenance::daily::run_once(
+        &app.db,
+        &app::maintenance::purge::Policy::uniform(30),
+        None,
+        30,
+    )
+    .await;
     let cutoff = app::maintenance::purge::retention_cutoff(chrono::Utc::now(), 30);
     let report = app::maintenance::verify::verify(&app.db, cutoff, false)
         .await

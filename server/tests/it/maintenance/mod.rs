@@ -18,6 +18,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend};
 use std::time::Instant;
 
 mod bodies;
+mod cold;
 mod commands;
 mod per_source;
 mod purge;
