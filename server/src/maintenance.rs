@@ -330,9 +330,20 @@ async fn archive_first(
     Ok(match &retention.cold {
         Some(cold) => {
             let (within, written) =
-                app::maintenance::cold::write::before_purge(db, cold, &retention.policy, at)
+                match app::maintenance::cold::write::before_purge(db, cold, &retention.policy, at)
                     .await
-                    .with_context(|| format!("write the cold archive {}", cold.url))?;
+                {
+                    Ok(done) => {
+                        app::maintenance::cold::state::written(db, Utc::now()).await?;
+                        done
+                    }
+                    Err(error) => {
+                        let why = error.to_string();
+                        app::maintenance::cold::state::failed(db, Utc::now(), &why).await?;
+                        return Err(error)
+                            .with_context(|| format!("write the cold archive {}", cold.url));
+                    }
+                };
             println!(
                 "archived {} rows in {} objects to {}: {}",
                 written.rows.values().sum::<u64>(),

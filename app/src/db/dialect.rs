@@ -187,6 +187,16 @@ impl Dialect {
         }
     }
 
+    /// The clause that keeps the selected rows from being deleted (or their key changed) until
+    /// commit, and waits for a transaction deleting them (`FOR KEY SHARE`); nothing on SQLite,
+    /// whose one writer serialises every transaction.
+    pub fn lock_key_share(self) -> &'static str {
+        match self {
+            Dialect::Postgres => " FOR KEY SHARE",
+            Dialect::Sqlite => "",
+        }
+    }
+
     /// The assignments that drop an archive row's body and headers when they expire: null on
     /// PostgreSQL; on SQLite, whose columns stay `NOT NULL`, an empty body and `{}`. Readers go
     /// by `body_expired_at` on both.

@@ -332,8 +332,12 @@ fn archive(dialect: Dialect) -> String {
                 "SELECT id FROM webhook_events
            WHERE :outcome = {duplicate} AND event_id = :event_id AND source = :source
              AND body_of IS NULL AND body = :body
-           ORDER BY id LIMIT 1",
-                duplicate = literal(OutcomeKind::Duplicate)
+           ORDER BY id LIMIT 1{key_share}",
+                duplicate = literal(OutcomeKind::Duplicate),
+                // The row referred to is kept from a purge or a body expiry until this commits;
+                // one of those under way is waited for, and then the row is gone or its body
+                // is: this duplicate keeps its own copy.
+                key_share = dialect.lock_key_share()
             ),
             "same",
         ),

@@ -8,6 +8,7 @@ use super::*;
 use app::maintenance::expiry::{BodyPolicy, due, expire_bodies};
 use app::maintenance::purge::{BySource, Cutoffs};
 use app::model::Role;
+use sea_orm::TransactionTrait;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -233,4 +234,46 @@ async fn the_api_and_the_event_page_say_when_the_body_expired(backend: Backend) 
     .await;
     assert_eq!(status, 409, "{answer}");
     assert!(answer.contains("body and headers expired at"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_duplicate_arriving_while_its_original_is_purged_waits_and_keeps_its_own_body() {
+    let test_db = test_db(Backend::Postgres).await;
+    let db = &test_db.db;
+    let body = event("e-race", "O-race", 1, r#"{"total":12}"#);
+    let original = deliver(db, &body, Utc::now() - Duration::days(100), None).await;
+    // The purge's batch takes the original and holds it, uncommitted.
+    let purge = db.maintenance().begin().await.expect("begin");
+    let purged = app::maintenance::purge::purge_batch(&purge, retention_cutoff(Utc::now(), 90), 10)
+        .await
+        .expect("purge batch");
+    assert_eq!(purged, 1);
+    let holder = backend_pid(&purge).await;
+
+    // The sender's retry of the same body arrives meanwhile: it waits for the purge to end.
+    let retry = {
+        let (db, body) = (db.clone(), body.clone());
+        tokio::spawn(async move { deliver(&db, &body, Utc::now(), None).await })
+    };
+    wait_until_blocked_by(db, holder).await;
+    purge.commit().await.expect("commit the purge");
+    let retry = retry.await.expect("the retry");
+
+    let stored = texts(
+        db,
+        "SELECT CAST(length(body) AS TEXT), CAST(body_of AS TEXT), outcome FROM webhook_events
+         WHERE id = $1",
+        vec![retry.archive_id.into()],
+    )
+    .await;
+    assert_eq!(
+        stored,
+        vec![vec![
+            Some(body.len().to_string()),
+            None,
+            Some("duplicate".into())
+        ]],
+        "the retry keeps its own copy of the body, not a reference to the purged row {}",
+        original.archive_id
+    );
 }
