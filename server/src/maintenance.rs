@@ -111,8 +111,9 @@ impl Retention {
                     format!("source {}", scope.name)
                 };
                 let days = self.policy.bodies.days_of(&scope.name).unwrap_or_default();
+                let unit = if days == 1 { "day" } else { "days" };
                 format!(
-                    "{whose}: bodies kept {days} days: bodies of rows received before {}\n",
+                    "{whose}: bodies kept {days} {unit}: bodies of rows received before {}\n",
                     timestamp(scope.cutoff)
                 )
             })

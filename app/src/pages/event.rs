@@ -374,7 +374,7 @@ fn EventBody(
     view! {
         <h1>"Delivery " {e.id} " " <StatusBadge status=e.status outcome=e.outcome/></h1>
         <Fields e=e.clone() object_link revision_holder=d.revision_holder.clone()/>
-        {d.can_replay.then(|| view! { <ReplayPanel id=e.id run=replay/> })}
+        {(d.can_replay && d.body_expired.is_none()).then(|| view! { <ReplayPanel id=e.id run=replay/> })}
         {match d.body_expired.clone() {
             Some(expired) => view! { <ExpiredBody expired/> }.into_any(),
             None => view! { <BodySection d=d.clone()/> }.into_any(),

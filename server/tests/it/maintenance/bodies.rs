@@ -223,6 +223,10 @@ async fn the_api_and_the_event_page_say_when_the_body_expired(backend: Backend) 
     assert_eq!(response.status(), 200);
     let html = response.text().await.expect("the page").replace("<!>", "");
     assert!(html.contains(r#"data-testid="body-expired""#), "{html}");
+    assert!(
+        !html.contains(r#"data-testid="dry-run""#),
+        "no replay is offered for a body that is gone"
+    );
     assert!(html.contains(&sha256_hex(&body)));
     assert!(!html.contains("4242"), "the body is gone from the page");
     let (status, answer) = call(
