@@ -10,13 +10,12 @@ use chrono::{Duration, NaiveDate, SecondsFormat, Utc};
 
 /// The cold archive the config file names, or why there is none.
 fn cold_archive() -> anyhow::Result<ColdArchive> {
-    let config = Config::load_from_env()?;
-    let Some(url) = config.archive.as_ref() else {
-        bail!(
+    match ColdArchive::of(&Config::load_from_env()?)? {
+        Some(cold) => Ok(cold),
+        None => bail!(
             "no [archive] url in the config file (HOOKBOX_CONFIG, else ./hookbox.toml): there is no cold archive"
-        );
-    };
-    Ok(ColdArchive::open(url)?)
+        ),
+    }
 }
 
 fn range(source: Option<String>, from: Option<NaiveDate>, to: Option<NaiveDate>) -> Range {

@@ -182,14 +182,7 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
         "{done} {rows} archive rows: {}",
         purge::per_source(&by_source)
     );
-    let mut scopes = retention.policy.bodies.at(bodies_at);
-    if let Some(written) = &written {
-        let sources: Vec<String> = written.horizons.keys().cloned().collect();
-        scopes = scopes
-            .iter()
-            .map(|scope| scope.within(&written.horizons, &sources))
-            .collect();
-    }
+    let scopes = (retention.policy.bodies).within(bodies_at, written.as_ref().map(|w| &w.horizons));
     let expired = expiry::expire_scopes(&db, scopes, expiry::DEFAULT_BATCH)
         .await
         .context("expire the bodies past their retention")?;
@@ -331,20 +324,9 @@ async fn archive_first(
     Ok(match &retention.cold {
         Some(cold) => {
             let (within, written) =
-                match app::maintenance::cold::write::before_purge(db, cold, &retention.policy, at)
+                app::maintenance::cold::write::before_purge(db, cold, &retention.policy, at)
                     .await
-                {
-                    Ok(done) => {
-                        app::maintenance::cold::state::written(db, Utc::now()).await?;
-                        done
-                    }
-                    Err(error) => {
-                        let why = error.to_string();
-                        app::maintenance::cold::state::failed(db, Utc::now(), &why).await?;
-                        return Err(error)
-                            .with_context(|| format!("write the cold archive {}", cold.url));
-                    }
-                };
+                    .with_context(|| format!("write the cold archive {}", cold.url))?;
             println!(
                 "archived {} rows in {} objects to {}: {}",
                 written.rows.values().sum::<u64>(),

@@ -200,10 +200,16 @@ impl Dialect {
     /// The assignments that drop an archive row's body and headers when they expire: null on
     /// PostgreSQL; on SQLite, whose columns stay `NOT NULL`, an empty body and `{}`. Readers go
     /// by `body_expired_at` on both.
-    pub fn expired_body(self) -> &'static str {
+    pub fn expired_body(self) -> String {
+        let (body, headers) = self.expired_values();
+        format!("body = {body}, headers = {headers}")
+    }
+
+    /// What an expired row holds as its body and its headers (see [`Dialect::expired_body`]).
+    pub fn expired_values(self) -> (&'static str, &'static str) {
         match self {
-            Dialect::Postgres => "body = NULL, headers = NULL",
-            Dialect::Sqlite => "body = X'', headers = '{}'",
+            Dialect::Postgres => ("NULL", "NULL"),
+            Dialect::Sqlite => ("X''", "'{}'"),
         }
     }
 

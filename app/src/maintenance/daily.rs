@@ -84,9 +84,6 @@ async fn archive_first(
             metrics::counter!("hookbox_cold_archive_rows_total")
                 .increment(written.rows.values().sum());
             metrics::gauge!(COLD_ARCHIVE_FAILING).set(0.0);
-            if let Err(error) = super::cold::state::written(db, Utc::now()).await {
-                tracing::warn!(%error, "cold archive: could not record the run");
-            }
             tracing::info!(
                 rows = written.rows.values().sum::<u64>(),
                 objects = written.objects,
@@ -101,10 +98,6 @@ async fn archive_first(
             metrics::counter!("hookbox_cold_archive_runs_total", "outcome" => "failed")
                 .increment(1);
             metrics::gauge!(COLD_ARCHIVE_FAILING).set(1.0);
-            if let Err(error) = super::cold::state::failed(db, Utc::now(), &error.to_string()).await
-            {
-                tracing::warn!(%error, "cold archive: could not record the failure");
-            }
             tracing::warn!(
                 %error,
                 "cold archive: writing failed; nothing purged or expired, retrying at the next run"

@@ -238,15 +238,7 @@ pub async fn run_once(
         return;
     }
     let started = std::time::Instant::now();
-    let mut scopes = policy.at(Utc::now());
-    if let Some(horizons) = written {
-        let sources: Vec<String> = horizons.keys().cloned().collect();
-        scopes = scopes
-            .iter()
-            .map(|scope| scope.within(horizons, &sources))
-            .collect();
-    }
-    match expire_scopes(db, scopes, DEFAULT_BATCH).await {
+    match expire_scopes(db, policy.within(Utc::now(), written), DEFAULT_BATCH).await {
         Ok(by_source) => {
             let rows = by_source.values().sum();
             metrics::counter!("hookbox_purge_expired_bodies_total").increment(rows);

@@ -173,6 +173,20 @@ impl BodyPolicy {
         self.own.get(source).copied().or(self.default_days)
     }
 
+    /// Its scopes at `at`, each no later than `written` says the cold archive holds, when there
+    /// is one ([`Scope::within`]).
+    pub fn within(
+        &self,
+        at: DateTime<Utc>,
+        written: Option<&BTreeMap<String, DateTime<Utc>>>,
+    ) -> Vec<Scope> {
+        let scopes = self.at(at);
+        match written {
+            Some(horizons) => scopes.iter().map(|s| s.within(horizons)).collect(),
+            None => scopes,
+        }
+    }
+
     /// Its scopes at `at`.
     pub fn at(&self, at: DateTime<Utc>) -> Vec<Scope> {
         let mut scopes: Vec<Scope> = self
@@ -205,18 +219,13 @@ impl Scope {
         }
     }
 
-    /// This scope with its cutoff no later than `horizons` (per source, the time before which
-    /// its rows are in the cold archive; a source not named there has none written).
-    pub fn within(&self, horizons: &BTreeMap<String, DateTime<Utc>>, sources: &[String]) -> Scope {
-        let horizon = sources
+    /// This scope with its cutoff no later than `horizons` (every source with rows, and the
+    /// time before which its rows are in the cold archive).
+    pub fn within(&self, horizons: &BTreeMap<String, DateTime<Utc>>) -> Scope {
+        let horizon = horizons
             .iter()
-            .filter(|source| self.covers(source))
-            .map(|source| {
-                horizons
-                    .get(source)
-                    .copied()
-                    .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
-            })
+            .filter(|(source, _)| self.covers(source))
+            .map(|(_, horizon)| *horizon)
             .min()
             .unwrap_or(self.cutoff);
         Scope {

@@ -132,10 +132,7 @@ impl Line {
                 ),
             ),
         };
-        let (empty_body, empty_headers) = match dialect {
-            Dialect::Postgres => ("NULL", "NULL"),
-            Dialect::Sqlite => ("X''", "'{}'"),
-        };
+        let (empty_body, empty_headers) = dialect.expired_values();
         let overriding = match dialect {
             Dialect::Postgres => "OVERRIDING SYSTEM VALUE",
             Dialect::Sqlite => "",

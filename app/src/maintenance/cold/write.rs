@@ -326,8 +326,25 @@ pub async fn sources(db: &Db) -> Result<Vec<String>, ColdError> {
 
 /// Before a purge at `at` by `policy`: writes every row the purge or body expiry would reach to
 /// the cold archive, and answers the cutoffs and body horizons clamped to what is written, so
-/// nothing leaves the database before it is in the cold archive.
+/// nothing leaves the database before it is in the cold archive. The run's success, or its
+/// failure and why, is recorded for the overview (`super::state`).
 pub async fn before_purge(
+    db: &Db,
+    cold: &ColdArchive,
+    policy: &crate::maintenance::policy::Policy,
+    at: DateTime<Utc>,
+) -> Result<(crate::maintenance::policy::Cutoffs, Written), ColdError> {
+    let result = write_before_purge(db, cold, policy, at).await;
+    let recorded = match &result {
+        Ok(_) => super::state::written(db, Utc::now()).await,
+        Err(error) => super::state::failed(db, Utc::now(), &error.to_string()).await,
+    };
+    let done = result?;
+    recorded?;
+    Ok(done)
+}
+
+async fn write_before_purge(
     db: &Db,
     cold: &ColdArchive,
     policy: &crate::maintenance::policy::Policy,

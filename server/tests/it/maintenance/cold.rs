@@ -216,11 +216,27 @@ async fn an_archive_that_cannot_be_written_keeps_every_row_and_verify_names_a_ba
         "{backend:?}: no body expired"
     );
 
+    // The overview says so, and why.
+    let state = app::maintenance::cold::state::read(db)
+        .await
+        .expect("state");
+    assert!(
+        state.failing_since.is_some() && state.last_error.as_deref().is_some_and(|e| !e.is_empty()),
+        "{backend:?}: {state:?}"
+    );
+
     // Once it can be written, the purge goes on; an object altered since is named by verify.
     std::fs::remove_file(&folder).expect("remove the file");
     let cold = folder_archive(&folder);
     app::maintenance::daily::run_once(db, &policy, Some(&cold), 365).await;
     assert_eq!(ids(db).await, vec![rows[5].0], "{backend:?}");
+    let state = app::maintenance::cold::state::read(db)
+        .await
+        .expect("state");
+    assert!(
+        state.failing_since.is_none() && state.last_written_at.is_some() && state.through.is_some(),
+        "{backend:?}: {state:?}"
+    );
     let listed = read::list(&cold, &Range::default()).await.expect("list");
     let altered = folder.join(&listed[0].object);
     let mut bytes = std::fs::read(&altered).expect("read");
