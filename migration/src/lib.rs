@@ -28,6 +28,7 @@ mod m20261205_000023_body_doc_not_parallel;
 mod m20261206_000024_retention_per_source;
 mod m20261206_000025_body_expiry;
 mod m20261206_000026_cold_archive;
+mod m20261206_000027_day_partitions;
 
 pub struct Migrator;
 
@@ -61,6 +62,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000024_retention_per_source::Migration),
             Box::new(m20261206_000025_body_expiry::Migration),
             Box::new(m20261206_000026_cold_archive::Migration),
+            Box::new(m20261206_000027_day_partitions::Migration),
         ]
     }
 }

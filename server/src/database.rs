@@ -23,5 +23,13 @@ pub async fn connect_and_migrate(settings: &Settings) -> anyhow::Result<Db> {
     if classified > 0 {
         tracing::info!(classified, "error classes of earlier failures filled in");
     }
+    // PostgreSQL's archive is laid out by day: the days to come have their tables before
+    // their first delivery (the daily run makes more).
+    let made = app::maintenance::partitions::make_ahead(&db, chrono::Utc::now())
+        .await
+        .context("make the archive's tables of the days ahead")?;
+    if made > 0 {
+        tracing::info!(made, "archive: made the tables of the days ahead");
+    }
     Ok(db)
 }

@@ -9,7 +9,7 @@
 use crate::database::connect_and_migrate;
 use anyhow::{Context, bail};
 use app::config::{CONFIG_ENV, Config, DEFAULT_CONFIG_FILE, Settings};
-use app::maintenance::{expiry, purge, verify};
+use app::maintenance::{daily, expiry, partitions, purge, verify};
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use std::fmt;
 use std::path::Path;
@@ -174,14 +174,17 @@ pub async fn purge(settings: &Settings, run: PurgeRun) -> anyhow::Result<()> {
     }
     // With a cold archive, what goes is written there first, and only what is written goes.
     let (cutoffs, written) = archive_first(&db, &retention, cutoffs, bodies_at).await?;
-    let by_source = purge::purge_archive_by_source(&db, &cutoffs, purge::DEFAULT_BATCH)
+    let purged = purge::purge_archive_by_day(&db, &cutoffs, purge::DEFAULT_BATCH)
         .await
         .context("purge the archive")?;
-    let rows: u64 = by_source.values().sum();
+    let rows: u64 = purged.rows.values().sum();
     println!(
         "{done} {rows} archive rows: {}",
-        purge::per_source(&by_source)
+        purge::per_source(&purged.rows)
     );
+    if !purged.days.is_empty() {
+        println!("dropped whole days: {}", daily::days(&purged.days));
+    }
     let scopes = (retention.policy.bodies).within(bodies_at, written.as_ref().map(|w| &w.horizons));
     let expired = expiry::expire_scopes(&db, scopes, expiry::DEFAULT_BATCH)
         .await
@@ -287,6 +290,13 @@ async fn dry_run(
         "{done} {rows} archive rows: {}",
         purge::per_source(&due.archive)
     );
+    let whole = partitions::due_days(db, cutoffs)
+        .await
+        .context("find the days the purge would drop whole")?;
+    if !whole.is_empty() {
+        let whole: Vec<_> = whole.iter().map(|due| due.table.day).collect();
+        println!("would drop whole days: {}", daily::days(&whole));
+    }
     if retention.expires_bodies() {
         println!(
             "would expire the bodies of {} archive rows: {}",

@@ -213,22 +213,25 @@ impl Dialect {
         }
     }
 
-    /// The pull feed's visibility horizon, as a 64-bit integer: only archive rows whose
-    /// `feed_tx` is below it are served. PostgreSQL: the oldest transaction still running (the
-    /// snapshot's xmin), so a row whose transaction commits later always sorts after every row
-    /// served (PgQ's rule). SQLite: no bound, as one writer at a time makes id order commit order.
-    /// The archive's size on disk in bytes (`bytes`): PostgreSQL, `webhook_events` with its
-    /// indexes and TOAST; SQLite, which keeps no size per table without a build option, the
+    /// The archive's size on disk in bytes (`bytes`): PostgreSQL, `webhook_events` (every table
+    /// of its days) with its indexes and TOAST; SQLite, which keeps no size per table without a build option, the
     /// database file's pages.
     pub fn archive_size(self) -> &'static str {
         match self {
-            Dialect::Postgres => "SELECT pg_total_relation_size('webhook_events') AS bytes",
+            Dialect::Postgres => {
+                "SELECT CAST(sum(pg_total_relation_size(relid)) AS bigint) AS bytes
+                 FROM pg_partition_tree('webhook_events')"
+            }
             Dialect::Sqlite => {
                 "SELECT p.page_count * s.page_size AS bytes FROM pragma_page_count() AS p, pragma_page_size() AS s"
             }
         }
     }
 
+    /// The pull feed's visibility horizon, as a 64-bit integer: only archive rows whose
+    /// `feed_tx` is below it are served. PostgreSQL: the oldest transaction still running (the
+    /// snapshot's xmin), so a row whose transaction commits later always sorts after every row
+    /// served (PgQ's rule). SQLite: no bound, as one writer at a time makes id order commit order.
     pub fn feed_horizon(self) -> &'static str {
         match self {
             Dialect::Postgres => {

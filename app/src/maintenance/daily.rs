@@ -6,7 +6,7 @@ use super::cold::write::{Written, before_purge};
 use super::expiry;
 use super::policy::Cutoffs;
 use super::purge::{
-    DEFAULT_BATCH, Policy, per_source, purge_archive_by_source, purge_audit, purge_forwarded,
+    DEFAULT_BATCH, Policy, per_source, purge_archive_by_day, purge_audit, purge_forwarded,
     retention_cutoff,
 };
 use crate::db::Db;
@@ -117,17 +117,20 @@ async fn purge_and_expire(db: &Db, policy: &Policy, cutoffs: &Cutoffs, written: 
     let retention_days = policy.default_days;
     let cutoff = cutoffs.rest;
     let started = std::time::Instant::now();
-    let result = purge_archive_by_source(db, cutoffs, DEFAULT_BATCH).await;
+    let result = purge_archive_by_day(db, cutoffs, DEFAULT_BATCH).await;
     let outcome = if result.is_ok() { "ok" } else { "failed" };
     metrics::counter!("hookbox_purge_runs_total", "outcome" => outcome).increment(1);
     match result {
-        Ok(by_source) => {
-            let rows = by_source.values().sum();
+        Ok(purged) => {
+            let rows = purged.rows.values().sum();
             metrics::counter!("hookbox_purge_deleted_rows_total").increment(rows);
+            metrics::counter!("hookbox_purge_dropped_days_total")
+                .increment(purged.days.len() as u64);
             metrics::gauge!(LAST_PURGE).set(Utc::now().timestamp_micros() as f64 / 1e6);
             tracing::info!(
                 rows,
-                per_source = %per_source(&by_source),
+                per_source = %per_source(&purged.rows),
+                days_dropped = %days(&purged.days),
                 retention_days,
                 cutoff = %cutoff.to_rfc3339(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
@@ -143,9 +146,28 @@ async fn purge_and_expire(db: &Db, policy: &Policy, cutoffs: &Cutoffs, written: 
     expiry::run_once(db, &policy.bodies, written.map(|w| &w.horizons)).await;
 }
 
+/// The days `days`, as the log says them: `2026-09-01 2026-09-02`, or `none`.
+pub fn days(days: &[chrono::NaiveDate]) -> String {
+    if days.is_empty() {
+        return "none".into();
+    }
+    days.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// What goes whatever the cold archive: the forward deliveries that are done, the overview's
-/// old quarters, the audit log.
+/// old quarters, the audit log; and on PostgreSQL, the archive's tables of the days ahead made.
 async fn the_rest(db: &Db, cutoffs: &Cutoffs, retention_days: u32, audit_retention_days: u32) {
+    match super::partitions::make_ahead(db, Utc::now()).await {
+        Ok(made) => tracing::info!(made, "archive: made the tables of the days ahead"),
+        Err(error) => tracing::warn!(
+            %error,
+            "archive: making the tables of the days ahead failed; their rows go to the default \
+             table until the next run"
+        ),
+    }
     match purge_forwarded(db, cutoffs.clone(), DEFAULT_BATCH).await {
         Ok(rows) => tracing::info!(
             rows,

@@ -23,8 +23,7 @@ pub const DEFAULT_BATCH: usize = 1000;
 
 /// Deletes every archive row past its source's retention (`cutoffs`: one instant for every
 /// source, or a [`Policy`]'s), `batch` rows per statement, and returns how many were deleted.
-/// Rows that replayed a purged row keep their place; their `replay_of` becomes null (`ON DELETE
-/// SET NULL`).
+/// Rows that replayed a purged row keep their place; their `replay_of` becomes null.
 pub async fn purge_archive(
     db: &Db,
     cutoffs: impl Into<Cutoffs>,
@@ -42,6 +41,40 @@ pub async fn purge_archive_by_source(
     cutoffs: &Cutoffs,
     batch: usize,
 ) -> Result<BySource, DbErr> {
+    Ok(purge_archive_by_day(db, cutoffs, batch).await?.rows)
+}
+
+/// What the archive's purge took.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Purged {
+    /// The rows of each source that went, dropped with their day or deleted.
+    pub rows: BySource,
+    /// The days dropped whole (PostgreSQL: `partitions`).
+    pub days: Vec<chrono::NaiveDate>,
+}
+
+/// [`purge_archive_by_source`], answering the days it dropped whole as well: on PostgreSQL
+/// first the days every row of which is past its source's retention, then what remains past it
+/// one batch at a time (a source kept for less than the others, the rows from before the
+/// archive was laid out by day, those a restore put back).
+pub async fn purge_archive_by_day(
+    db: &Db,
+    cutoffs: &Cutoffs,
+    batch: usize,
+) -> Result<Purged, DbErr> {
+    let dropped = super::partitions::drop_due(db, cutoffs).await?;
+    let mut rows = purge_in_batches(db, cutoffs, batch).await?;
+    for (source, n) in dropped.rows {
+        *rows.entry(source).or_default() += n;
+    }
+    Ok(Purged {
+        rows,
+        days: dropped.days,
+    })
+}
+
+/// Deletes the archive rows past their source's retention, `batch` a transaction.
+async fn purge_in_batches(db: &Db, cutoffs: &Cutoffs, batch: usize) -> Result<BySource, DbErr> {
     let batch = batch.max(1);
     let mut total = BySource::new();
     loop {
@@ -110,6 +143,19 @@ async fn delete_batch<C: ConnectionTrait>(
         return Ok(BySource::new());
     }
     hand_over_bodies(conn, &ids).await?;
+    // A replay that stays no longer names its original (the foreign key's `ON DELETE SET NULL`
+    // on SQLite; PostgreSQL's archive has no foreign key, as its days are dropped whole).
+    let mut c = Conditions::new();
+    let (originals, going) = (c.params(ids.clone()), c.params(ids.clone()));
+    conn.execute_raw(crate::db::statement(
+        backend,
+        format!(
+            "UPDATE webhook_events SET replay_of = NULL
+             WHERE replay_of IN ({originals}) AND id NOT IN ({going})"
+        ),
+        c.values,
+    ))
+    .await?;
     let mut c = Conditions::new();
     let going = c.params(ids);
     let deleted = conn
@@ -259,7 +305,7 @@ pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Re
 
 /// Deletes the forward deliveries past their source's retention (`cutoffs`, by when they were
 /// created) that are delivered or superseded (their attempts go with them), `batch` per
-/// statement; returns how many.
+/// statement (on PostgreSQL, whole days first: `partitions`); returns how many.
 pub async fn purge_forwarded(
     db: &Db,
     cutoffs: impl Into<Cutoffs>,
@@ -267,27 +313,51 @@ pub async fn purge_forwarded(
 ) -> Result<u64, DbErr> {
     let cutoffs = cutoffs.into();
     let batch = batch.max(1);
-    let mut total = 0;
+    let (_, mut total) = super::partitions::drop_forward_due(db, &cutoffs).await?;
     loop {
         let mut c = Conditions::new();
         let past = cutoffs.past(&mut c, "source", "created_at");
         let limit = c.param(i64::try_from(batch).unwrap_or(i64::MAX));
-        let deleted = db
-            .maintenance()
-            .execute_raw(crate::db::statement(
+        let transaction = db.maintenance().begin().await?;
+        let chosen = transaction
+            .query_all_raw(crate::db::statement(
                 db.backend(),
                 format!(
-                    "DELETE FROM forward_deliveries WHERE id IN (
-                         SELECT id FROM forward_deliveries
-                         WHERE {past} AND status IN ('delivered', 'superseded')
-                         ORDER BY id LIMIT {limit})"
+                    "SELECT id FROM forward_deliveries
+                     WHERE {past} AND status IN ('delivered', 'superseded')
+                     ORDER BY id LIMIT {limit}"
                 ),
                 c.values,
             ))
-            .await?
-            .rows_affected();
+            .await?;
+        let ids = chosen
+            .iter()
+            .map(|row| row.try_get::<i64>("", "id"))
+            .collect::<Result<Vec<_>, _>>()?;
+        if ids.is_empty() {
+            return Ok(total);
+        }
+        // The attempts first: no foreign key deletes them on PostgreSQL, where a day's
+        // deliveries are dropped whole (`partitions`).
+        let mut deleted = 0;
+        for statement in [
+            "DELETE FROM forward_attempts WHERE delivery_id IN",
+            "DELETE FROM forward_deliveries WHERE id IN",
+        ] {
+            let mut c = Conditions::new();
+            let going = c.params(ids.clone());
+            deleted = transaction
+                .execute_raw(crate::db::statement(
+                    db.backend(),
+                    format!("{statement} ({going})"),
+                    c.values,
+                ))
+                .await?
+                .rows_affected();
+        }
+        transaction.commit().await?;
         total += deleted;
-        if deleted < batch as u64 {
+        if ids.len() < batch {
             return Ok(total);
         }
     }

@@ -33,12 +33,14 @@ const TABLES: [&str; 23] = [
     "webhook_inbox",
 ];
 
-/// The tables of the database, sorted, but for the migrator's own (`seaql_migrations`).
+/// The tables of the database, sorted, but for the migrator's own (`seaql_migrations`) and the
+/// partitions of a table laid out by day.
 async fn tables(db: &Db) -> Vec<String> {
     let sql = match db.backend() {
         DatabaseBackend::Postgres => {
-            "SELECT table_name::text FROM information_schema.tables
-             WHERE table_schema = 'public' AND table_name <> 'seaql_migrations'"
+            "SELECT relname::text FROM pg_class
+             WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')
+               AND NOT relispartition AND relname <> 'seaql_migrations'"
         }
         _ => {
             "SELECT name FROM sqlite_master
@@ -154,6 +156,29 @@ async fn the_migrations_go_up_all_the_way_down_and_up_again(backend: Backend) {
             .contains(&"signed_body_digest".to_string()),
         "{backend:?}: the inbox has its signed-body digest"
     );
+    if backend == Backend::Postgres {
+        // The archive, its forward deliveries and their attempts are laid out by day: the rows
+        // from before, a table for rows of a day without one, yesterday's to a week ahead.
+        for table in ["webhook_events", "forward_deliveries", "forward_attempts"] {
+            let partitions = texts(
+                db,
+                "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                 WHERE i.inhparent = CAST($1 AS regclass) ORDER BY 1",
+                vec![table.into()],
+            )
+            .await;
+            let days = partitions
+                .iter()
+                .filter(|row| {
+                    row[0]
+                        .as_deref()
+                        .is_some_and(|name| name.starts_with(&format!("{table}_d2")))
+                })
+                .count();
+            assert_eq!(days, 9, "{table}: {partitions:?}");
+            assert_eq!(partitions.len(), 11, "{table}: {partitions:?}");
+        }
+    }
     let migrated = schema(db).await;
 
     Migrator::down(&db.writer, None).await.expect("down");
@@ -191,12 +216,14 @@ async fn each_migrations_down_undoes_exactly_its_up(backend: Backend) {
     for name in &names {
         Migrator::up(&db.writer, Some(1)).await.expect(name);
         let after = schema(db).await;
-        // The payload and id search indexes are PostgreSQL's alone (SQLite searches without).
+        // The payload and id search indexes are PostgreSQL's alone (SQLite searches without), and
+        // so are the archive's days (SQLite purges row by row).
         let postgres_only = matches!(
             name.as_str(),
             "m20261201_000009_payload_search"
                 | "m20261203_000014_id_search"
                 | "m20261205_000023_body_doc_not_parallel"
+                | "m20261206_000027_day_partitions"
         );
         if backend == Backend::Postgres || !postgres_only {
             assert_ne!(

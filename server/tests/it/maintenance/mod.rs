@@ -6,6 +6,7 @@
 //! - `purge`: batched retention and ingest during a purge (and the ignored measurement).
 //! - `verify`: drift found and repaired, a repair waiting on a delivery, the overview's last check.
 //! - `commands`: the `hookbox purge` and `hookbox verify` commands, their config and output.
+//! - `days`: PostgreSQL's archive laid out by day, a day dropped whole and what survives it.
 
 use crate::support::*;
 use app::db::Db;
@@ -20,6 +21,7 @@ use std::time::Instant;
 mod bodies;
 mod cold;
 mod commands;
+mod days;
 mod per_source;
 mod purge;
 mod verify;

@@ -1,0 +1,449 @@
+//! PostgreSQL's archive laid out by day (decision 0020): an id carries the UTC day it was made on
+//! (`day << 36 | n`), and `webhook_events`, `forward_deliveries` and `forward_attempts` are
+//! partitioned by range of it, a table a day (`{table}_dYYYYMMDD`). The purge drops a day whole
+//! once every row of it is past its source's retention (and, with a cold archive, written there):
+//! the cost of the drop does not grow with what the day holds. Rows of a source kept for less
+//! than the others go one batch at a time as before (`purge`), and so do the rows from before the
+//! layout (`{table}_legacy`) and those of days without a table (`{table}_default`).
+//!
+//! What survives a day's drop is moved to the default table first, in the same transaction: the
+//! rows a restore keeps (`kept_until`), the forward deliveries still pending or dead and their
+//! attempts; an archived duplicate elsewhere that refers to a body of the day is given it, and a
+//! replay of a row of the day loses its `replay_of`, as a row deleted one at a time does. A
+//! forward delivery's `archive_id` keeps naming its archive row once that is gone (clearing it
+//! would touch every delivery of the day).
+//!
+//! SQLite has one table each and keeps the batched purge: every function here does nothing there.
+
+use super::policy::{BySource, Cutoffs};
+use crate::db::Db;
+use crate::feed::Cursor;
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, TransactionTrait, Value};
+
+/// The bits of an id below its day.
+pub const DAY_BITS: u32 = 36;
+
+/// The days ahead whose tables every process makes at start and daily.
+pub const AHEAD_DAYS: i64 = 7;
+
+/// How long a day's drop waits for the statements using the archive before giving up until the
+/// next run: while it waits, the statements after it wait too.
+pub const LOCK_TIMEOUT: &str = "2s";
+
+/// Days since 1970-01-01 (UTC) of `at`.
+pub fn day_number(at: DateTime<Utc>) -> i64 {
+    at.timestamp().div_euclid(86_400)
+}
+
+/// The first id of `day` (days since 1970-01-01), the first past it being `first_id(day + 1)`.
+pub fn first_id(day: i64) -> i64 {
+    day << DAY_BITS
+}
+
+/// Makes the tables of the days from yesterday to [`AHEAD_DAYS`] after `at`, those missing;
+/// answers how many it made.
+pub async fn make_ahead(db: &Db, at: DateTime<Utc>) -> Result<u32, DbErr> {
+    let today = day_number(at);
+    make_days(db, today - 1, today + AHEAD_DAYS).await
+}
+
+/// Makes the tables of the days `first` to `last` (days since 1970-01-01), those missing, in
+/// every table laid out by day; a day whose rows sit in a default table already has none made.
+pub async fn make_days(db: &Db, first: i64, last: i64) -> Result<u32, DbErr> {
+    if db.backend() != DatabaseBackend::Postgres {
+        return Ok(0);
+    }
+    let row = db
+        .maintenance()
+        .query_one_raw(crate::db::statement(
+            DatabaseBackend::Postgres,
+            "SELECT hookbox_day_partitions(CAST($1 AS integer), CAST($2 AS integer)) AS made",
+            vec![first.into(), last.into()],
+        ))
+        .await?;
+    let made: i32 = match row {
+        Some(row) => row.try_get("", "made")?,
+        None => 0,
+    };
+    Ok(made.max(0).unsigned_abs())
+}
+
+/// A day's table of the archive.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DayTable {
+    pub day: NaiveDate,
+    /// `webhook_events_dYYYYMMDD`.
+    pub name: String,
+}
+
+impl DayTable {
+    fn number(&self) -> i64 {
+        day_number(self.day.and_time(chrono::NaiveTime::MIN).and_utc())
+    }
+
+    /// The same day's table of `table`.
+    fn of(&self, table: &str) -> String {
+        format!("{table}_d{}", self.day.format("%Y%m%d"))
+    }
+}
+
+/// The day tables of `table`, oldest first.
+pub async fn day_tables<C: ConnectionTrait>(conn: &C, table: &str) -> Result<Vec<DayTable>, DbErr> {
+    if conn.get_database_backend() != DatabaseBackend::Postgres {
+        return Ok(Vec::new());
+    }
+    let rows = conn
+        .query_all_raw(crate::db::statement(
+            DatabaseBackend::Postgres,
+            "SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = CAST($1 AS regclass) ORDER BY 1",
+            vec![table.into()],
+        ))
+        .await?;
+    let prefix = format!("{table}_d");
+    let mut tables = Vec::new();
+    for row in &rows {
+        let name: String = row.try_get("", "name")?;
+        let Some(day) = name
+            .strip_prefix(&prefix)
+            .and_then(|d| NaiveDate::parse_from_str(d, "%Y%m%d").ok())
+        else {
+            continue;
+        };
+        tables.push(DayTable { day, name });
+    }
+    Ok(tables)
+}
+
+/// A day of the archive every row of which is past its source's retention, and the rows of each
+/// source it holds (but for those a restore keeps, which stay).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DueDay {
+    pub table: DayTable,
+    pub rows: BySource,
+}
+
+/// The archive's days whose every row is past its source's cutoff in `cutoffs`: the latest row
+/// of the day was received before the earliest cutoff of the sources it holds. A source that
+/// `cutoffs` gives no row to (a cold archive that has written none of it) keeps its days.
+pub async fn due_days(db: &Db, cutoffs: &Cutoffs) -> Result<Vec<DueDay>, DbErr> {
+    let conn = db.maintenance();
+    let mut due = Vec::new();
+    for table in day_tables(conn, "webhook_events").await? {
+        if table_end(&table) > Utc::now() {
+            // A day not over yet still takes rows, whatever instant the cutoffs are of.
+            break;
+        }
+        let name = &table.name;
+        let latest = conn
+            .query_one_raw(crate::db::statement(
+                DatabaseBackend::Postgres,
+                format!("SELECT max(received_at) AS latest FROM {name}"),
+                vec![],
+            ))
+            .await?;
+        let latest: Option<DateTime<Utc>> = match latest {
+            Some(row) => row.try_get("", "latest")?,
+            None => None,
+        };
+        let sources = sources_of(conn, name).await?;
+        let past = match latest {
+            // An empty day is dropped once its day is past every cutoff.
+            None => sources.is_empty() && table_end(&table) <= earliest(cutoffs),
+            Some(latest) => sources.iter().all(|source| latest < cutoffs.of(source)),
+        };
+        if !past {
+            // Days are oldest first: a later one holds later rows.
+            break;
+        }
+        let rows = counts(conn, name).await?;
+        due.push(DueDay { table, rows });
+    }
+    Ok(due)
+}
+
+/// When `table`'s day ends.
+fn table_end(table: &DayTable) -> DateTime<Utc> {
+    (table.day + Duration::days(1))
+        .and_time(chrono::NaiveTime::MIN)
+        .and_utc()
+}
+
+/// The earliest cutoff of any source.
+fn earliest(cutoffs: &Cutoffs) -> DateTime<Utc> {
+    cutoffs
+        .own
+        .values()
+        .copied()
+        .fold(cutoffs.rest, DateTime::min)
+}
+
+/// The sources with rows in the archive's table `name`, one index step each.
+async fn sources_of<C: ConnectionTrait>(conn: &C, name: &str) -> Result<Vec<String>, DbErr> {
+    let rows = conn
+        .query_all_raw(crate::db::statement(
+            DatabaseBackend::Postgres,
+            format!(
+                "WITH RECURSIVE s(source) AS (
+                   (SELECT source FROM {name} ORDER BY source LIMIT 1)
+                   UNION ALL
+                   SELECT (SELECT t.source FROM {name} t WHERE t.source > s.source
+                           ORDER BY t.source LIMIT 1)
+                   FROM s WHERE s.source IS NOT NULL
+                 )
+                 SELECT source FROM s WHERE source IS NOT NULL"
+            ),
+            vec![],
+        ))
+        .await?;
+    rows.iter().map(|row| row.try_get("", "source")).collect()
+}
+
+/// The rows of each source in the archive's table `name` that no restore keeps.
+async fn counts<C: ConnectionTrait>(conn: &C, name: &str) -> Result<BySource, DbErr> {
+    let rows = conn
+        .query_all_raw(crate::db::statement(
+            DatabaseBackend::Postgres,
+            format!(
+                "SELECT source, count(*) AS n FROM {name}
+                 WHERE kept_until IS NULL OR kept_until < now()
+                 GROUP BY source ORDER BY source"
+            ),
+            vec![],
+        ))
+        .await?;
+    let mut by_source = BySource::new();
+    for row in &rows {
+        let n: i64 = row.try_get("", "n")?;
+        by_source.insert(row.try_get("", "source")?, n.max(0).unsigned_abs());
+    }
+    Ok(by_source)
+}
+
+/// What dropping days took: the days and the rows of each source they held.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dropped {
+    pub days: Vec<NaiveDate>,
+    pub rows: BySource,
+}
+
+/// Drops the archive's days past every cutoff of `cutoffs` ([`due_days`]); a day the drop could
+/// not lock in time ([`LOCK_TIMEOUT`]) waits for the next run.
+pub async fn drop_due(db: &Db, cutoffs: &Cutoffs) -> Result<Dropped, DbErr> {
+    let mut dropped = Dropped::default();
+    for due in due_days(db, cutoffs).await? {
+        match drop_day(db, &due).await {
+            Ok(true) => {
+                dropped.days.push(due.table.day);
+                for (source, n) in due.rows {
+                    *dropped.rows.entry(source).or_default() += n;
+                }
+            }
+            Ok(false) => {}
+            Err(error) if lock_not_available(&error) => {
+                tracing::warn!(
+                    day = %due.table.day,
+                    "archive retention: the day's drop waited {LOCK_TIMEOUT} for statements \
+                     using the archive; trying again at the next run"
+                );
+                break;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(dropped)
+}
+
+/// Whether `error` is PostgreSQL's lock timeout (55P03).
+fn lock_not_available(error: &DbErr) -> bool {
+    error.to_string().contains("lock timeout")
+}
+
+/// Drops one day of the archive in one transaction: detached, the bodies its rows lend handed
+/// over, the rows a restore keeps moved to the default table, the feed told where each source's
+/// rows end, dropped. False when another process dropped it first.
+async fn drop_day(db: &Db, due: &DueDay) -> Result<bool, DbErr> {
+    let name = &due.table.name;
+    let transaction = db.maintenance().begin().await?;
+    let run =
+        |sql: String| crate::db::statement(DatabaseBackend::Postgres, sql, Vec::<Value>::new());
+    transaction
+        .execute_raw(run(format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")))
+        .await?;
+    transaction
+        .execute_raw(run(
+            "LOCK TABLE webhook_events IN ACCESS EXCLUSIVE MODE".into()
+        ))
+        .await?;
+    if !still_there(&transaction, name).await? {
+        return Ok(false);
+    }
+    transaction
+        .execute_raw(run(format!(
+            "ALTER TABLE webhook_events DETACH PARTITION {name}"
+        )))
+        .await?;
+    let (lo, hi) = (
+        first_id(due.table.number()),
+        first_id(due.table.number() + 1),
+    );
+    transaction
+        .execute_raw(run(format!(
+            "UPDATE webhook_events w SET body = o.body, body_fields = o.body_fields, body_of = NULL
+             FROM {name} o
+             WHERE w.body_of = o.id AND w.body_of >= {lo} AND w.body_of < {hi}"
+        )))
+        .await?;
+    transaction
+        .execute_raw(run(format!(
+            "UPDATE webhook_events SET replay_of = NULL WHERE replay_of >= {lo} AND replay_of < {hi}"
+        )))
+        .await?;
+    transaction
+        .execute_raw(run(format!(
+            "INSERT INTO webhook_events SELECT * FROM {name} WHERE kept_until >= now()"
+        )))
+        .await?;
+    for source in due.rows.keys() {
+        let last = transaction
+            .query_one_raw(crate::db::statement(
+                DatabaseBackend::Postgres,
+                format!(
+                    "SELECT feed_tx, id FROM {name} WHERE source = $1
+                     ORDER BY feed_tx DESC, id DESC LIMIT 1"
+                ),
+                vec![source.clone().into()],
+            ))
+            .await?;
+        if let Some(row) = last {
+            let place = Cursor {
+                tx: row.try_get("", "feed_tx")?,
+                id: row.try_get("", "id")?,
+            };
+            crate::feed::record_purged(&transaction, source, place).await?;
+        }
+    }
+    transaction
+        .execute_raw(run(format!("DROP TABLE {name}")))
+        .await?;
+    transaction.commit().await?;
+    Ok(true)
+}
+
+/// Whether table `name` is still there (and attached), in `conn`'s transaction.
+async fn still_there<C: ConnectionTrait>(conn: &C, name: &str) -> Result<bool, DbErr> {
+    let row = conn
+        .query_one_raw(crate::db::statement(
+            DatabaseBackend::Postgres,
+            "SELECT to_regclass($1) IS NOT NULL AS there",
+            vec![name.into()],
+        ))
+        .await?;
+    match row {
+        Some(row) => row.try_get("", "there"),
+        None => Ok(false),
+    }
+}
+
+/// How far past the end of a day of forward deliveries every cutoff must be before the day is
+/// dropped: an id's day is the database's clock, `created_at` hookbox's.
+const FORWARD_MARGIN: Duration = Duration::hours(1);
+
+/// Drops the days of forward deliveries (and their attempts) that ended before every source's
+/// cutoff in `cutoffs` (by when a delivery was created); the deliveries still pending or dead
+/// and their attempts are moved to the default tables first. Answers the days and the
+/// deliveries dropped.
+pub async fn drop_forward_due(db: &Db, cutoffs: &Cutoffs) -> Result<(Vec<NaiveDate>, u64), DbErr> {
+    let conn = db.maintenance();
+    let cutoff = earliest(cutoffs);
+    let mut days = Vec::new();
+    let mut rows = 0;
+    for table in day_tables(conn, "forward_deliveries").await? {
+        if table_end(&table) + FORWARD_MARGIN > cutoff.min(Utc::now()) {
+            break;
+        }
+        match drop_forward_day(db, &table).await {
+            Ok(Some(n)) => {
+                days.push(table.day);
+                rows += n;
+            }
+            Ok(None) => {}
+            Err(error) if lock_not_available(&error) => {
+                tracing::warn!(
+                    day = %table.day,
+                    "forwarding retention: the day's drop waited {LOCK_TIMEOUT} for statements \
+                     using the forward deliveries; trying again at the next run"
+                );
+                break;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok((days, rows))
+}
+
+/// Drops one day of forward deliveries and its attempts; answers how many deliveries that were
+/// done went, or none when another process dropped the day first.
+async fn drop_forward_day(db: &Db, table: &DayTable) -> Result<Option<u64>, DbErr> {
+    let (deliveries, attempts) = (table.of("forward_deliveries"), table.of("forward_attempts"));
+    const STAYING: &str = "status NOT IN ('delivered', 'superseded')";
+    // Counted before the lock, so the count holds up no delivery.
+    let done = db
+        .maintenance()
+        .query_one_raw(crate::db::statement(
+            DatabaseBackend::Postgres,
+            format!("SELECT count(*) AS n FROM {deliveries} WHERE NOT ({STAYING})"),
+            vec![],
+        ))
+        .await?;
+    let done: i64 = match done {
+        Some(row) => row.try_get("", "n")?,
+        None => 0,
+    };
+    let transaction = db.maintenance().begin().await?;
+    let run =
+        |sql: String| crate::db::statement(DatabaseBackend::Postgres, sql, Vec::<Value>::new());
+    transaction
+        .execute_raw(run(format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")))
+        .await?;
+    transaction
+        .execute_raw(run(
+            "LOCK TABLE forward_deliveries, forward_attempts IN ACCESS EXCLUSIVE MODE".into(),
+        ))
+        .await?;
+    if !still_there(&transaction, &deliveries).await? {
+        return Ok(None);
+    }
+    for (parent, day) in [
+        ("forward_deliveries", &deliveries),
+        ("forward_attempts", &attempts),
+    ] {
+        if still_there(&transaction, day).await? {
+            transaction
+                .execute_raw(run(format!("ALTER TABLE {parent} DETACH PARTITION {day}")))
+                .await?;
+        }
+    }
+    transaction
+        .execute_raw(run(format!(
+            "INSERT INTO forward_deliveries SELECT * FROM {deliveries} WHERE {STAYING}"
+        )))
+        .await?;
+    if still_there(&transaction, &attempts).await? {
+        transaction
+            .execute_raw(run(format!(
+                "INSERT INTO forward_attempts SELECT a.* FROM {attempts} a
+                 JOIN {deliveries} d ON d.id = a.delivery_id WHERE d.{STAYING}"
+            )))
+            .await?;
+        transaction
+            .execute_raw(run(format!("DROP TABLE {attempts}")))
+            .await?;
+    }
+    transaction
+        .execute_raw(run(format!("DROP TABLE {deliveries}")))
+        .await?;
+    transaction.commit().await?;
+    Ok(Some(done.max(0).unsigned_abs()))
+}
