@@ -23,6 +23,7 @@
 //! connection is free; after a stall it goes on at the same spacing, with no catch-up burst);
 //! without it every connection sends its next request as soon as the previous one is answered.
 //!
+//! SIGINT stops the deliveries early; what was answered is reported as at the deadline.
 //! The last line is machine-readable (`RESULT key=value ...`); the exit status is 1 when any
 //! answer differed from the expected one or a request failed.
 
@@ -68,7 +69,14 @@ struct Args {
     /// be refused (401, 404); they are not in the deliveries' figures.
     #[arg(long)]
     junk_rate: Option<f64>,
+    /// Writes each delivery's start (Unix microseconds) and latency (microseconds), one a line,
+    /// to this file: the latencies of a window (a purge running) can be told apart.
+    #[arg(long)]
+    latencies: Option<std::path::PathBuf>,
 }
+
+/// Set on SIGINT: the deliveries stop, and what was answered is reported as at the deadline.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The junk connections of `--junk-rate`.
 const JUNK_CONNECTIONS: usize = 8;
@@ -261,6 +269,8 @@ fn signature(secret: &[u8], body: &[u8]) -> anyhow::Result<String> {
 #[derive(Default)]
 struct Tally {
     latencies_us: Vec<u64>,
+    /// (start in Unix microseconds, latency in microseconds) of each answered delivery.
+    timeline: Vec<(u64, u64)>,
     by_outcome: BTreeMap<String, u64>,
     by_status: BTreeMap<u16, u64>,
     unexpected: u64,
@@ -271,6 +281,7 @@ struct Tally {
 impl Tally {
     fn merge(&mut self, other: Tally) {
         self.latencies_us.extend(other.latencies_us);
+        self.timeline.extend(other.timeline);
         for (k, v) in other.by_outcome {
             *self.by_outcome.entry(k).or_default() += v;
         }
@@ -303,7 +314,7 @@ async fn drive(
         .timeout(Duration::from_secs(30))
         .build()?;
     let mut tally = Tally::default();
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && !STOP.load(std::sync::atomic::Ordering::Relaxed) {
         if let Some(pace) = &pace {
             let tick = async { pace.lock().await.tick().await };
             tokio::select! {
@@ -314,6 +325,10 @@ async fn drive(
         let (kind, body) = sender.next();
         let signed = signature(secret.as_bytes(), &body)?;
         let started = Instant::now();
+        let started_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
         let sent = client
             .post(&url)
             .header("content-type", "application/json")
@@ -331,9 +346,9 @@ async fn drive(
         };
         let status = response.status().as_u16();
         let answer = response.bytes().await;
-        tally
-            .latencies_us
-            .push(started.elapsed().as_micros() as u64);
+        let latency = started.elapsed().as_micros() as u64;
+        tally.latencies_us.push(latency);
+        tally.timeline.push((started_unix, latency));
         *tally.by_status.entry(status).or_default() += 1;
         let answer: serde_json::Value = match answer {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
@@ -402,6 +417,11 @@ async fn main() -> anyhow::Result<()> {
 
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.duration);
+    tokio::spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
     let mut workers = Vec::with_capacity(args.connections);
     for c in 0..args.connections {
         let objects = (0..args.objects)
@@ -459,6 +479,15 @@ async fn main() -> anyhow::Result<()> {
     }
     let elapsed = started.elapsed().as_secs_f64();
 
+    if let Some(path) = &args.latencies {
+        tally.timeline.sort_unstable();
+        let lines: String = tally
+            .timeline
+            .iter()
+            .map(|(at, us)| format!("{at} {us}\n"))
+            .collect();
+        std::fs::write(path, lines)?;
+    }
     tally.latencies_us.sort_unstable();
     let answered = tally.latencies_us.len() as u64;
     let rate = answered as f64 / elapsed;

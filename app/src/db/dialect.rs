@@ -228,6 +228,43 @@ impl Dialect {
         }
     }
 
+    /// ` AND {column}` within the day `day` (a day number, `db::days`): on PostgreSQL ids carry
+    /// their day, and the bound keeps a statement to that day's table; SQLite's ids are a plain
+    /// sequence, and the bound is left out.
+    pub fn ids_of_day(self, column: &str, day: &str) -> String {
+        match self {
+            Dialect::Postgres => format!(
+                " AND {column} >= {day} * {per_day} AND {column} < ({day} + 1) * {per_day}",
+                per_day = 1_i64 << crate::db::days::DAY_BITS
+            ),
+            Dialect::Sqlite => String::new(),
+        }
+    }
+
+    /// A new id of the day of `at` from the sequence `sequence` (`db::days`): PostgreSQL's ids
+    /// carry their day; SQLite's are the table's own sequence (none here).
+    pub fn new_day_id(self, sequence: &str, at: &str) -> Option<String> {
+        match self {
+            Dialect::Postgres => Some(format!(
+                "(({day}) << {bits}) | (nextval('{sequence}') & {mask})",
+                day = self.day_number(at),
+                bits = crate::db::days::DAY_BITS,
+                mask = (1_i64 << crate::db::days::DAY_BITS) - 1
+            )),
+            Dialect::Sqlite => None,
+        }
+    }
+
+    /// The day number (days since 1970-01-01, UTC, `db::days`) of the stored time `column`.
+    pub fn day_number(self, column: &str) -> String {
+        match self {
+            Dialect::Postgres => {
+                format!("CAST(floor(extract(epoch FROM {column}) / 86400) AS bigint)")
+            }
+            Dialect::Sqlite => format!("CAST(strftime('%s', {column}) AS INTEGER) / 86400"),
+        }
+    }
+
     /// The pull feed's visibility horizon, as a 64-bit integer: only archive rows whose
     /// `feed_tx` is below it are served. PostgreSQL: the oldest transaction still running (the
     /// snapshot's xmin), so a row whose transaction commits later always sorts after every row

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod batches;
 pub mod conditions;
 pub mod contains;
+pub mod days;
 pub mod destinations;
 pub mod dialect;
 pub mod events;

@@ -168,8 +168,9 @@ pub(super) async fn record<C: ConnectionTrait>(
         if met.is_empty() && claims < CLAIMS {
             continue;
         }
+        let event_day = met.event_day;
         let outcome = met.outcome(mode);
-        let row = ArchiveRow::of(
+        let mut row = ArchiveRow::of(
             received,
             &outcome,
             (
@@ -179,6 +180,7 @@ pub(super) async fn record<C: ConnectionTrait>(
                 envelope.event_type.as_deref(),
             ),
         );
+        row.event_day = event_day;
         let archive_id = archive(on, &row).await?;
         return Ok(Recorded {
             archive_id,

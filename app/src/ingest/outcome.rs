@@ -108,6 +108,8 @@ pub(super) struct Met {
     pub body_holder: Option<String>,
     /// The event holding this object revision.
     pub revision_holder: Option<String>,
+    /// The day (since 1970-01-01) the inbox received the row of the same event id, if any.
+    pub event_day: Option<i64>,
 }
 
 impl Met {

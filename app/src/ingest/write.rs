@@ -46,9 +46,20 @@ const INBOX_COLUMNS: &str =
 /// The projection's columns.
 const PROJECTION_COLUMNS: &str = "source, object_id, revision, snapshot, updated_at";
 
-/// The archive row's columns, in the order of [`archive_values`].
+/// The archive row's columns, in the order of [`archive_values`] (after the id, on PostgreSQL:
+/// [`archive_columns`]).
 const ARCHIVE_COLUMNS: &str = "source, event_id, object_id, revision, event_type, status, outcome,
         error_message, headers, body, received_at, replay_of, replayed_by, error_class, body_fields";
+
+/// The archive row's columns as `dialect` inserts them: on PostgreSQL the id first, made of the
+/// day the delivery was received (`db::days`), so the row is in that day's table and an event's
+/// rows are found in the day the inbox received it.
+fn archive_columns(dialect: Dialect) -> String {
+    match dialect.new_day_id("webhook_events_id_seq", ":received_at") {
+        Some(_) => format!("id, {ARCHIVE_COLUMNS}"),
+        None => ARCHIVE_COLUMNS.to_string(),
+    }
+}
 
 /// A forward delivery's columns, in the order of [`forward_values`].
 const FORWARD_COLUMNS: &str = "destination, source, event_id, object_id, revision, event_type,
@@ -65,8 +76,12 @@ fn archive_values(
     (body, fields): (&str, &str),
 ) -> String {
     format!(
-        ":source, :event_id, :object_id, :revision, :event_type, {status}, {outcome}, {error},
+        "{id}:source, :event_id, :object_id, :revision, :event_type, {status}, {outcome}, {error},
         {headers}, {body}, :received_at, :replay_of, :replayed_by, {class}, {fields}",
+        id = dialect
+            .new_day_id("webhook_events_id_seq", ":received_at")
+            .map(|id| format!("{id}, "))
+            .unwrap_or_default(),
         headers = dialect.json(":headers"),
     )
 }
@@ -194,7 +209,7 @@ decided AS (
     FROM claim
 ),
 archived AS (
-    INSERT INTO webhook_events ({ARCHIVE_COLUMNS})
+    INSERT INTO webhook_events ({archive_columns})
     SELECT {archive} FROM decided
     RETURNING id, outcome
 ),
@@ -208,6 +223,7 @@ SELECT archived.id, archived.outcome,
         (SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id)
     END AS current_revision
 FROM archived",
+        archive_columns = archive_columns(d),
         snapshot = d.json(":snapshot"),
         project = projection_upsert(d, "claim WHERE :projected"),
         accepted = literal(OutcomeKind::Accepted),
@@ -245,7 +261,7 @@ INSERT INTO webhook_inbox ({INBOX_COLUMNS}, snapshot_canonical)
 INSERT OR REPLACE INTO temp.hookbox_ingest_step (k, claimed, advanced, archive_id) VALUES (1, changes(), 0, NULL);
 {project};
 UPDATE temp.hookbox_ingest_step SET advanced = changes() WHERE k = 1 AND claimed = 1 AND :projected;
-INSERT INTO webhook_events ({ARCHIVE_COLUMNS})
+INSERT INTO webhook_events ({archive_columns})
     SELECT {archive}
     FROM temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1
     RETURNING id, outcome, CASE WHEN :projected THEN
@@ -259,6 +275,7 @@ INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
       AND (CASE WHEN NOT :projected THEN {accepted} WHEN s.advanced = 1 THEN {applied} ELSE {stale} END)
           IN ({forwarded});
 {commit}",
+        archive_columns = archive_columns(d),
         project = projection_upsert(
             d,
             "temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1 AND :projected"
@@ -299,7 +316,10 @@ fn classify(dialect: Dialect) -> String {
     (SELECT event_id FROM webhook_inbox
       WHERE source = :source AND signed_body_digest = :digest LIMIT 1) AS body_holder,
     (SELECT event_id FROM webhook_inbox
-      WHERE source = :source AND object_id = :object_id AND revision = :revision LIMIT 1) AS revision_holder",
+      WHERE source = :source AND object_id = :object_id AND revision = :revision LIMIT 1) AS revision_holder,
+    (SELECT {day} FROM webhook_inbox
+      WHERE source = :source AND event_id = :event_id) AS event_day",
+        day = dialect.day_number("received_at"),
         same_object = dialect.is_same("object_id", ":object_id"),
         same_revision = dialect.is_same("revision", ":revision"),
         same_content = dialect.is_same(column, &content),
@@ -309,10 +329,11 @@ fn classify(dialect: Dialect) -> String {
 /// One archive row with its outcome bound (see [`Statements::archive`]).
 fn archive(dialect: Dialect) -> String {
     format!(
-        "INSERT INTO webhook_events ({ARCHIVE_COLUMNS}, body_of)
+        "INSERT INTO webhook_events ({archive_columns}, body_of)
     SELECT {values}, same.id
     FROM (SELECT 1) AS one {same}
     RETURNING id",
+        archive_columns = archive_columns(dialect),
         values = archive_values(
             dialect,
             ":status",
@@ -331,9 +352,12 @@ fn archive(dialect: Dialect) -> String {
             &format!(
                 "SELECT id FROM webhook_events
            WHERE :outcome = {duplicate} AND event_id = :event_id AND source = :source
-             AND body_of IS NULL AND body = :body
+             AND body_of IS NULL AND body = :body{that_day}
            ORDER BY id LIMIT 1{key_share}",
                 duplicate = literal(OutcomeKind::Duplicate),
+                // The event's first delivery was archived on the day the inbox received it: on
+                // PostgreSQL that day's table alone is read.
+                that_day = dialect.ids_of_day("id", ":event_day"),
                 // The row referred to is kept from a purge or a body expiry until this commits;
                 // one of those under way is waited for, and then the row is gone or its body
                 // is: this duplicate keeps its own copy.
@@ -441,6 +465,9 @@ pub(super) struct ArchiveRow<'a> {
     pub error_message: Option<String>,
     /// The failure's class (`problem::error_class`), from the outcome and the message.
     pub error_class: Option<String>,
+    /// The day (since 1970-01-01) the inbox received the event's first delivery, if it holds
+    /// the event: where a duplicate looks for the body it refers to.
+    pub event_day: Option<i64>,
 }
 
 impl<'a> ArchiveRow<'a> {
@@ -467,6 +494,7 @@ impl<'a> ArchiveRow<'a> {
             outcome,
             error_message,
             error_class,
+            event_day: None,
         }
     }
 }
@@ -490,6 +518,10 @@ impl Binds for ArchiveRow<'_> {
             "received_at" => received.received_at.into(),
             "replay_of" => received.replay_of.into(),
             "replayed_by" => received.replayed_by.into(),
+            "event_day" => self
+                .event_day
+                .unwrap_or_else(|| crate::db::days::day_number(received.received_at))
+                .into(),
             _ => return None,
         })
     }
@@ -518,6 +550,7 @@ pub(super) fn met(row: &impl Fields) -> Result<Met, sea_orm::DbErr> {
         same_content: row.flag("same_content")?,
         body_holder: row.text("body_holder")?,
         revision_holder: row.text("revision_holder")?,
+        event_day: row.int("event_day")?,
     })
 }
 

@@ -87,6 +87,7 @@ fn the_statements_name_only_parameters_the_delivery_or_the_archive_row_binds() {
         "received_at",
         "replay_of",
         "replayed_by",
+        "event_day",
     ];
     for dialect in [Dialect::Postgres, Dialect::Sqlite] {
         let s = Statements::of(dialect);

@@ -21,8 +21,7 @@ use crate::feed::Cursor;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, TransactionTrait, Value};
 
-/// The bits of an id below its day.
-pub const DAY_BITS: u32 = 36;
+pub use crate::db::days::{DAY_BITS, day_number, first_id};
 
 /// The days ahead whose tables every process makes at start and daily.
 pub const AHEAD_DAYS: i64 = 7;
@@ -30,16 +29,6 @@ pub const AHEAD_DAYS: i64 = 7;
 /// How long a day's drop waits for the statements using the archive before giving up until the
 /// next run: while it waits, the statements after it wait too.
 pub const LOCK_TIMEOUT: &str = "2s";
-
-/// Days since 1970-01-01 (UTC) of `at`.
-pub fn day_number(at: DateTime<Utc>) -> i64 {
-    at.timestamp().div_euclid(86_400)
-}
-
-/// The first id of `day` (days since 1970-01-01), the first past it being `first_id(day + 1)`.
-pub fn first_id(day: i64) -> i64 {
-    day << DAY_BITS
-}
 
 /// Makes the tables of the days from yesterday to [`AHEAD_DAYS`] after `at`, those missing;
 /// answers how many it made.

@@ -321,23 +321,33 @@ async fn the_rows_from_before_the_layout_stay_readable_and_purgeable() {
     Migrator::up(&db.writer, Some(steps - 1))
         .await
         .expect("up to the one before");
-    let long_ago = Utc::now() - Duration::days(100);
-    let old = deliver(db, &event("old", "o-1", 1, "{}"), long_ago, None).await;
-    let recent = deliver(db, &event("recent", "o-2", 1, "{}"), Utc::now(), None).await;
+    // Rows as the schema before stored them: ids of its identity column.
+    let mut before = Vec::new();
+    for (event_id, at) in [
+        ("old", Utc::now() - Duration::days(100)),
+        ("recent", Utc::now()),
+    ] {
+        let id = scalar(
+            db,
+            "INSERT INTO webhook_events (source, event_id, status, outcome, headers, body,
+                                         received_at)
+             VALUES ('shop', $1, 'processed', 'accepted', '{}', CAST('{}' AS bytea), $2)
+             RETURNING id",
+            vec![event_id.into(), at.into()],
+        )
+        .await
+        .expect("an id");
+        before.push(id);
+    }
     Migrator::up(&db.writer, None).await.expect("up");
 
-    assert_eq!(
-        table_of(db, "webhook_events", old.archive_id)
-            .await
-            .as_deref(),
-        Some("webhook_events_legacy")
-    );
-    assert_eq!(
-        table_of(db, "webhook_events", recent.archive_id)
-            .await
-            .as_deref(),
-        Some("webhook_events_legacy")
-    );
+    for id in before {
+        assert!(id < 1 << partitions::DAY_BITS, "{id}");
+        assert_eq!(
+            table_of(db, "webhook_events", id).await.as_deref(),
+            Some("webhook_events_legacy")
+        );
+    }
     let next = deliver(db, &event("next", "o-3", 1, "{}"), Utc::now(), None).await;
     assert_eq!(
         next.archive_id >> partitions::DAY_BITS,
