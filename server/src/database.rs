@@ -31,5 +31,17 @@ pub async fn connect_and_migrate(settings: &Settings) -> anyhow::Result<Db> {
     if made > 0 {
         tracing::info!(made, "archive: made the tables of the days ahead");
     }
+    if let Some((days, locks)) = app::maintenance::partitions::short_of_locks(&db)
+        .await
+        .context("read max_locks_per_transaction")?
+    {
+        tracing::warn!(
+            days,
+            max_locks_per_transaction = locks,
+            wanted = app::maintenance::partitions::wanted_locks(days),
+            "the archive has a table a day: a statement reading every day takes a lock on each \
+             of them and their indexes; raise max_locks_per_transaction (docs/operations.md)"
+        );
+    }
     Ok(db)
 }

@@ -8,6 +8,7 @@
 //! `hookbox_ingest_transaction_duration_seconds{source}`, `hookbox_db_pool_connections{state}`
 //! (in_use, idle, max), `hookbox_db_pool_waiting` (deliveries waiting for a connection to begin
 //! their transaction), `hookbox_purge_runs_total{outcome}`, `hookbox_purge_deleted_rows_total`,
+//! `hookbox_purge_dropped_days_total`,
 //! `hookbox_purge_expired_bodies_total`, `hookbox_cold_archive_runs_total{outcome}`,
 //! `hookbox_cold_archive_rows_total`, `hookbox_cold_archive_failing`,
 //! `hookbox_last_purge_timestamp_seconds` (the daily retention run); read from the database at

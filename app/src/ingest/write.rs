@@ -353,10 +353,11 @@ fn archive(dialect: Dialect) -> String {
                 "SELECT id FROM webhook_events
            WHERE :outcome = {duplicate} AND event_id = :event_id AND source = :source
              AND body_of IS NULL AND body = :body{that_day}
-           ORDER BY id LIMIT 1{key_share}",
+           LIMIT 1{key_share}",
                 duplicate = literal(OutcomeKind::Duplicate),
                 // The event's first delivery was archived on the day the inbox received it: on
-                // PostgreSQL that day's table alone is read.
+                // PostgreSQL that day's table alone is read. Any row holding the body will do:
+                // no order, so the plan goes by the event's index, not along the day's ids.
                 that_day = dialect.ids_of_day("id", ":event_day"),
                 // The row referred to is kept from a purge or a body expiry until this commits;
                 // one of those under way is waited for, and then the row is gone or its body

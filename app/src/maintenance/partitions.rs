@@ -222,8 +222,15 @@ pub struct Dropped {
 pub async fn drop_due(db: &Db, cutoffs: &Cutoffs) -> Result<Dropped, DbErr> {
     let mut dropped = Dropped::default();
     for due in due_days(db, cutoffs).await? {
+        let started = std::time::Instant::now();
         match drop_day(db, &due).await {
             Ok(true) => {
+                tracing::info!(
+                    day = %due.table.day,
+                    rows = due.rows.values().sum::<u64>(),
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "archive retention: dropped a day whole"
+                );
                 dropped.days.push(due.table.day);
                 for (source, n) in due.rows {
                     *dropped.rows.entry(source).or_default() += n;
@@ -435,4 +442,39 @@ async fn drop_forward_day(db: &Db, table: &DayTable) -> Result<Option<u64>, DbEr
         .await?;
     transaction.commit().await?;
     Ok(Some(done.max(0).unsigned_abs()))
+}
+
+/// Locks a statement reading every day of the archive takes, a day: the day's table and the
+/// indexes the planner looks at. PostgreSQL's lock table is shared by every connection and holds
+/// `max_locks_per_transaction` × `max_connections` locks.
+pub const LOCKS_A_DAY: u32 = 16;
+
+/// The archive's days and PostgreSQL's `max_locks_per_transaction`, when the lock table has no
+/// room for a quarter of the connections to read every day at once ([`LOCKS_A_DAY`] each a
+/// day): hookbox warns at start, as such statements could fail with "out of shared memory".
+pub async fn short_of_locks(db: &Db) -> Result<Option<(u32, u32)>, DbErr> {
+    if db.backend() != DatabaseBackend::Postgres {
+        return Ok(None);
+    }
+    let days = u32::try_from(day_tables(db.maintenance(), "webhook_events").await?.len())
+        .unwrap_or(u32::MAX);
+    let row = db
+        .maintenance()
+        .query_one_raw(crate::db::statement(
+            DatabaseBackend::Postgres,
+            "SELECT CAST(current_setting('max_locks_per_transaction') AS integer) AS locks",
+            vec![],
+        ))
+        .await?;
+    let locks: i32 = match row {
+        Some(row) => row.try_get("", "locks")?,
+        None => return Ok(None),
+    };
+    let locks = locks.max(0).unsigned_abs();
+    Ok((locks < wanted_locks(days)).then_some((days, locks)))
+}
+
+/// The `max_locks_per_transaction` that [`short_of_locks`] asks of an archive of `days` days.
+pub fn wanted_locks(days: u32) -> u32 {
+    LOCKS_A_DAY.saturating_mul(days) / 4
 }

@@ -73,7 +73,9 @@ async fn columns(db: &Db, table: &str) -> Vec<String> {
 }
 
 /// The schema as the catalog describes it, one line per column (its type, nullability and
-/// default), index and constraint, sorted, but for the migrator's own table.
+/// default), index and constraint, sorted, but for the migrator's own table and, on PostgreSQL,
+/// the partitions of a table laid out by day (their indexes and constraints are the parent's,
+/// under names PostgreSQL makes up).
 async fn schema(db: &Db) -> Vec<String> {
     let sql = match db.backend() {
         DatabaseBackend::Postgres => {
@@ -81,16 +83,19 @@ async fn schema(db: &Db) -> Vec<String> {
                     column_default, is_identity)
              FROM information_schema.columns
              WHERE table_schema = 'public' AND table_name <> 'seaql_migrations'
+               AND table_name NOT IN (SELECT relname FROM pg_class WHERE relispartition)
              UNION ALL
              SELECT 'index', tablename::text, indexdef
              FROM pg_indexes
              WHERE schemaname = 'public' AND tablename <> 'seaql_migrations'
+               AND tablename NOT IN (SELECT relname FROM pg_class WHERE relispartition)
              UNION ALL
              SELECT 'constraint', conrelid::regclass::text,
                     conname::text || ' ' || pg_get_constraintdef(oid)
              FROM pg_constraint
              WHERE connamespace = 'public'::regnamespace
                AND conrelid::regclass::text <> 'seaql_migrations'
+               AND conrelid NOT IN (SELECT oid FROM pg_class WHERE relispartition)
              UNION ALL
              SELECT 'function', p.oid::regprocedure::text,
                     concat_ws(' ', p.provolatile, p.proparallel, p.proisstrict)
