@@ -143,8 +143,8 @@ pub async fn due_days(db: &Db, cutoffs: &Cutoffs) -> Result<Vec<DueDay>, DbErr> 
             Some(latest) => sources.iter().all(|source| latest < cutoffs.of(source)),
         };
         if !past {
-            // Days are oldest first: a later one holds later rows.
-            break;
+            // A source kept longer holds this day; a later day may hold none of its rows.
+            continue;
         }
         let rows = counts(conn, name).await?;
         due.push(DueDay { table, rows });
