@@ -135,8 +135,11 @@ BEGIN
                      t || '_default', key, key)
         INTO taken USING lo, hi;
       CONTINUE WHEN taken;
-      EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%s) TO (%s)',
-                     name, t, lo, hi);
+      -- Made alone, then attached: attaching locks out no statement using the table (making
+      -- it a partition at once would lock the table whole).
+      EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', name, t);
+      EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)',
+                     t, name, lo, hi);
       made := made + 1;
     END LOOP;
   END LOOP;

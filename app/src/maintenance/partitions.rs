@@ -220,17 +220,11 @@ pub struct Dropped {
 /// Drops the archive's days past every cutoff of `cutoffs` ([`due_days`]); a day the drop could
 /// not lock in time ([`LOCK_TIMEOUT`]) waits for the next run.
 pub async fn drop_due(db: &Db, cutoffs: &Cutoffs) -> Result<Dropped, DbErr> {
+    drop_detached(db).await?;
     let mut dropped = Dropped::default();
     for due in due_days(db, cutoffs).await? {
-        let started = std::time::Instant::now();
         match drop_day(db, &due).await {
             Ok(true) => {
-                tracing::info!(
-                    day = %due.table.day,
-                    rows = due.rows.values().sum::<u64>(),
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "archive retention: dropped a day whole"
-                );
                 dropped.days.push(due.table.day);
                 for (source, n) in due.rows {
                     *dropped.rows.entry(source).or_default() += n;
@@ -251,16 +245,49 @@ pub async fn drop_due(db: &Db, cutoffs: &Cutoffs) -> Result<Dropped, DbErr> {
     Ok(dropped)
 }
 
+/// Drops the day tables a run detached and was killed before dropping: a table named as a day
+/// of a table laid out by day that is no partition of it. Nothing on SQLite.
+async fn drop_detached(db: &Db) -> Result<(), DbErr> {
+    if db.backend() != DatabaseBackend::Postgres {
+        return Ok(());
+    }
+    let rows = db
+        .maintenance()
+        .query_all_raw(crate::db::statement(
+            DatabaseBackend::Postgres,
+            "SELECT relname::text AS name FROM pg_class
+             WHERE relkind = 'r' AND NOT relispartition
+               AND relnamespace = current_schema()::regnamespace
+               AND relname ~ '^(webhook_events|forward_deliveries|forward_attempts)_d[0-9]{8}$'",
+            vec![],
+        ))
+        .await?;
+    for row in &rows {
+        let name: String = row.try_get("", "name")?;
+        tracing::info!(table = %name, "archive retention: dropping a day detached by a run that stopped");
+        db.maintenance()
+            .execute_raw(crate::db::statement(
+                DatabaseBackend::Postgres,
+                format!("DROP TABLE IF EXISTS {name}"),
+                vec![],
+            ))
+            .await?;
+    }
+    Ok(())
+}
+
 /// Whether `error` is PostgreSQL's lock timeout (55P03).
 fn lock_not_available(error: &DbErr) -> bool {
     error.to_string().contains("lock timeout")
 }
 
-/// Drops one day of the archive in one transaction: detached, the bodies its rows lend handed
-/// over, the rows a restore keeps moved to the default table, the feed told where each source's
-/// rows end, dropped. False when another process dropped it first.
+/// Drops one day of the archive: in one transaction holding the archive's lock, detached, the
+/// bodies its rows lend handed over, the rows a restore keeps moved to the default table, the
+/// feed told where each source's rows end; then, the lock released, the day's table dropped.
+/// False when another process dropped it first.
 async fn drop_day(db: &Db, due: &DueDay) -> Result<bool, DbErr> {
     let name = &due.table.name;
+    let started = std::time::Instant::now();
     let transaction = db.maintenance().begin().await?;
     let run =
         |sql: String| crate::db::statement(DatabaseBackend::Postgres, sql, Vec::<Value>::new());
@@ -320,10 +347,20 @@ async fn drop_day(db: &Db, due: &DueDay) -> Result<bool, DbErr> {
             crate::feed::record_purged(&transaction, source, place).await?;
         }
     }
-    transaction
-        .execute_raw(run(format!("DROP TABLE {name}")))
-        .await?;
     transaction.commit().await?;
+    let locked = started.elapsed();
+    // Dropped outside the archive's lock: removing a day's files takes time, and the detached
+    // table is no one's but this run's (one left by a run killed here goes at the next).
+    db.maintenance()
+        .execute_raw(run(format!("DROP TABLE IF EXISTS {name}")))
+        .await?;
+    tracing::info!(
+        day = %due.table.day,
+        rows = due.rows.values().sum::<u64>(),
+        locked_ms = locked.as_millis() as u64,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "archive retention: dropped a day whole"
+    );
     Ok(true)
 }
 
@@ -433,14 +470,13 @@ async fn drop_forward_day(db: &Db, table: &DayTable) -> Result<Option<u64>, DbEr
                  JOIN {deliveries} d ON d.id = a.delivery_id WHERE d.{STAYING}"
             )))
             .await?;
-        transaction
-            .execute_raw(run(format!("DROP TABLE {attempts}")))
+    }
+    transaction.commit().await?;
+    for table in [&attempts, &deliveries] {
+        db.maintenance()
+            .execute_raw(run(format!("DROP TABLE IF EXISTS {table}")))
             .await?;
     }
-    transaction
-        .execute_raw(run(format!("DROP TABLE {deliveries}")))
-        .await?;
-    transaction.commit().await?;
     Ok(Some(done.max(0).unsigned_abs()))
 }
 

@@ -3,7 +3,8 @@
 //! a forward delivery still pending or dead and its attempts, the body a later duplicate shares)
 //! kept; a source kept longer keeps its day and a shorter one's rows go one batch at a time; a
 //! day the cold archive has not written stays; a drop waits for the archive's users no longer
-//! than its lock timeout; the rows from before the layout stay readable and purgeable.
+//! than its lock timeout; the rows from before the layout stay readable and purgeable; the days
+//! ahead are made while deliveries hold the archive.
 
 use super::*;
 use app::maintenance::partitions::{self, day_number, first_id};
@@ -369,5 +370,50 @@ async fn the_rows_from_before_the_layout_stay_readable_and_purgeable() {
             vec![Some("recent".to_string())],
             vec![Some("next".to_string())]
         ]
+    );
+}
+
+#[tokio::test]
+async fn the_days_ahead_are_made_while_a_delivery_holds_the_archive() {
+    let test_db = test_db(Backend::Postgres).await;
+    let db = &test_db.db;
+    // A delivery's transaction, still open, holding today's table.
+    let delivery = db.writer.begin().await.expect("begin");
+    delivery
+        .execute_unprepared(
+            "INSERT INTO webhook_events (source, status, outcome, headers, body, received_at)
+             VALUES ('shop', 'processed', 'accepted', '{}', CAST('{}' AS bytea), now())",
+        )
+        .await
+        .expect("insert");
+    let far = day_number(Utc::now()) + 30;
+    let made = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        partitions::make_days(db, far, far),
+    )
+    .await
+    .expect("made without waiting for the delivery")
+    .expect("made");
+    assert_eq!(made, 3, "a table of the day in each table laid out by day");
+    delivery.commit().await.expect("commit");
+    let days = partitions::day_tables(db.maintenance(), "webhook_events")
+        .await
+        .expect("days");
+    assert_eq!(days.last().map(|t| t.day), Some(date(far)));
+    // The made table has the archive's indexes.
+    assert_eq!(
+        count(
+            db,
+            &format!(
+                "SELECT count(*) FROM pg_indexes WHERE tablename = 'webhook_events_d{}'",
+                date(far).format("%Y%m%d")
+            )
+        )
+        .await,
+        count(
+            db,
+            "SELECT count(*) FROM pg_indexes WHERE tablename = 'webhook_events_legacy'"
+        )
+        .await
     );
 }
