@@ -49,6 +49,8 @@ pub mod json;
 #[cfg(feature = "ssr")]
 pub mod maintenance;
 #[cfg(feature = "ssr")]
+pub mod notify;
+#[cfg(feature = "ssr")]
 pub mod present;
 #[cfg(feature = "ssr")]
 pub mod providers;

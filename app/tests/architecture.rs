@@ -31,7 +31,7 @@ const APP_LAYERS: &[&[&str]] = &[
     // The data layer.
     &["db"],
     // What hookbox does with the data: ingest, forwarding, retention, sign-in.
-    &["ingest", "forward", "feed", "maintenance", "auth"],
+    &["ingest", "forward", "feed", "maintenance", "auth", "notify"],
     // What every server function checks first.
     &["guard"],
     // The dashboard: session functions, shared widgets, pages, the shell.

@@ -29,6 +29,7 @@ mod m20261206_000024_retention_per_source;
 mod m20261206_000025_body_expiry;
 mod m20261206_000026_cold_archive;
 mod m20261206_000027_day_partitions;
+mod m20261206_000028_notifications;
 
 pub struct Migrator;
 
@@ -63,6 +64,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000025_body_expiry::Migration),
             Box::new(m20261206_000026_cold_archive::Migration),
             Box::new(m20261206_000027_day_partitions::Migration),
+            Box::new(m20261206_000028_notifications::Migration),
         ]
     }
 }

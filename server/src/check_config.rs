@@ -86,6 +86,28 @@ pub fn summary(config: &Config) -> String {
                 .unwrap_or_default()
         ));
     }
+    for channel in &config.notifications {
+        lines.push(format!(
+            "notification {}: {}, from {}, {}, {}, at most a message a problem per {} s",
+            channel.name,
+            channel.kind.as_str(),
+            channel.variables.join(", "),
+            channel
+                .sources
+                .as_ref()
+                .map_or("every source".into(), |s| format!(
+                    "sources {}",
+                    s.join(", ")
+                )),
+            channel
+                .events
+                .iter()
+                .map(|e| e.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            channel.min_interval_secs
+        ));
+    }
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
 

@@ -11,8 +11,10 @@ pub mod forwarder;
 pub mod handshake;
 pub mod hooks;
 pub mod logging;
+pub mod mail;
 pub mod maintenance;
 pub mod metrics;
+pub mod notifier;
 pub mod rate_limit;
 pub mod rejected_log;
 pub mod request_id;
@@ -48,6 +50,8 @@ pub struct AppState {
     pub delivery_metrics: Arc<metrics::DeliveryMetrics>,
     /// Each signed-in user's dashboard requests in flight ([`routes::per_user`]).
     pub in_flight: routes::per_user::InFlight,
+    /// Causes of failed deliveries the notifier is to decide about.
+    pub failed_causes: Arc<notifier::FailedCauses>,
 }
 
 impl AppState {
@@ -76,6 +80,7 @@ impl AppState {
             feed: Arc::default(),
             rejected_log: rejected_log::RejectedLog::default(),
             in_flight: routes::per_user::InFlight::default(),
+            failed_causes: Arc::default(),
         }
     }
 }

@@ -77,6 +77,9 @@ enum Command {
     /// Manage the tokens programs call /api/v1 with.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// The notification channels of the config file's [[notifications]].
+    #[command(subcommand)]
+    Notify(NotifyCommand),
     /// Delete archive rows older than the retention now (the server does it daily), and print
     /// per source what went. Needs the config file (HOOKBOX_CONFIG, else ./hookbox.toml) or
     /// --retention-days.
@@ -141,6 +144,13 @@ enum ArchiveCommand {
         #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=3650))]
         keep_days: u32,
     },
+}
+
+#[derive(Subcommand)]
+enum NotifyCommand {
+    /// Send a test message through the channel NAME and print what it answered; exit 1 when
+    /// it did not take it.
+    Test { name: String },
 }
 
 #[derive(Subcommand)]
@@ -238,6 +248,9 @@ async fn main() -> ExitCode {
             TokenCommand::List => server::tokens::list(&settings).await,
             TokenCommand::Revoke { name } => server::tokens::revoke(&settings, &name).await,
         },
+        Command::Notify(NotifyCommand::Test { name }) => {
+            server::notifier::test_command(&name).await
+        }
         Command::Purge {
             retention,
             dry_run,

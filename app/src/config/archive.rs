@@ -62,6 +62,23 @@ impl ArchiveUrl {
     }
 }
 
+/// `[archive]`, when the file has one.
+pub(super) fn read(
+    value: Option<&toml::Value>,
+    problems: &mut super::keys::Problems,
+) -> Option<ArchiveUrl> {
+    match value {
+        None => None,
+        Some(toml::Value::Table(table)) => {
+            read_archive(super::keys::Keys::new(table, None, "archive.", problems))
+        }
+        Some(_) => {
+            problems.add(None, Some("archive"), "must be a table ([archive])");
+            None
+        }
+    }
+}
+
 pub(super) fn read_archive(mut keys: Keys<'_>) -> Option<ArchiveUrl> {
     keys.refuse_unknown(ARCHIVE_KEYS);
     let Some(text) = keys.string("url") else {

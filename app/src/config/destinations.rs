@@ -207,7 +207,7 @@ pub(super) fn read_forward(keys: &mut Keys<'_>, destinations: &[&str]) -> Vec<St
 /// An absolute `http://` or `https://` URL with a host, as the `url` crate (and the forwarder's
 /// HTTP client) reads it, and unambiguous: a password holding `/`, `?`, `#` or `@` must be
 /// percent-encoded. A problem shows the URL as `redact_url` does, never its credentials.
-fn check_url(url: &str) -> Result<(), String> {
+pub(super) fn check_url(url: &str) -> Result<(), String> {
     let parsed = super::settings::parse_url(url)?;
     let shown = super::settings::redact_url(url);
     if !matches!(parsed.scheme(), "http" | "https") {

@@ -16,6 +16,7 @@ pub mod archive;
 mod database;
 pub mod destinations;
 mod keys;
+pub mod notifications;
 pub mod proxies;
 mod server;
 pub mod settings;
@@ -23,6 +24,7 @@ mod sources;
 
 pub use database::{DEFAULT_DATABASE_URL, Pools};
 pub use destinations::Destination;
+pub use notifications::Channel;
 pub use proxies::TrustedProxies;
 pub use server::{
     DEFAULT_AUDIT_RETENTION_DAYS, DEFAULT_BODY_READ_TIMEOUT_SECS, DEFAULT_HEADER_READ_TIMEOUT_SECS,
@@ -42,7 +44,13 @@ pub const CONFIG_ENV: &str = "HOOKBOX_CONFIG";
 /// The config file read from the working directory when [`CONFIG_ENV`] is unset.
 pub const DEFAULT_CONFIG_FILE: &str = "hookbox.toml";
 
-const TOP_KEYS: &[&str] = &["server", "sources", "destinations", "archive"];
+const TOP_KEYS: &[&str] = &[
+    "server",
+    "sources",
+    "destinations",
+    "archive",
+    "notifications",
+];
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -54,6 +62,8 @@ pub struct Config {
     pub destinations: Vec<Destination>,
     /// The cold archive (`[archive] url`), when configured.
     pub archive: Option<archive::ArchiveUrl>,
+    /// Who is told of problems (`[[notifications]]`).
+    pub notifications: Vec<Channel>,
 }
 
 impl Config {
@@ -64,6 +74,7 @@ impl Config {
             sources: Vec::new(),
             destinations: Vec::new(),
             archive: None,
+            notifications: Vec::new(),
         }
     }
 
@@ -137,16 +148,7 @@ impl Config {
             }
         };
 
-        let archive = match top.get("archive") {
-            None => None,
-            Some(toml::Value::Table(table)) => {
-                archive::read_archive(Keys::new(table, None, "archive.", &mut problems))
-            }
-            Some(_) => {
-                problems.add(None, Some("archive"), "must be a table ([archive])");
-                None
-            }
-        };
+        let archive = archive::read(top.get("archive"), &mut problems);
         let destinations =
             destinations::read_destinations(top.get("destinations"), env, &mut problems);
         let destination_names: Vec<&str> = destinations.iter().map(|d| d.name.as_str()).collect();
@@ -183,6 +185,12 @@ impl Config {
             Some(_) => problems.add(None, Some("sources"), "must be tables ([[sources]])"),
         }
 
+        let notifications = notifications::read_notifications(
+            top.get("notifications"),
+            env,
+            &sources,
+            &mut problems,
+        );
         if problems.found.is_empty() {
             Ok(Config {
                 path: Some(path.to_path_buf()),
@@ -190,6 +198,7 @@ impl Config {
                 sources,
                 destinations,
                 archive,
+                notifications,
             })
         } else {
             Err(ConfigErrors(problems.found))

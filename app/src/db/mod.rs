@@ -14,6 +14,7 @@ pub mod events;
 pub mod export;
 pub mod filter;
 pub mod handshakes;
+pub mod notifications;
 pub mod objects;
 pub mod open_failures;
 pub mod overview;

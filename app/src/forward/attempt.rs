@@ -185,15 +185,42 @@ pub async fn record_attempt(
     // autocommit, atomic as a transaction and one round trip; SQLite has no data-modifying
     // `WITH`, so the parts run in a transaction of the single writer.
     let statements = Statements::of(result.error.is_some());
-    if dialect == Dialect::Postgres {
+    if dialect == Dialect::Postgres && after != AfterAttempt::Dead {
         db.writer
             .execute_raw(statements.postgres.statement(dialect, &binds)?)
             .await?;
         return Ok(after);
     }
     let txn = db.writer.begin().await?;
-    for part in &statements.parts {
-        txn.execute_raw(part.statement(dialect, &binds)?).await?;
+    if dialect == Dialect::Postgres {
+        txn.execute_raw(statements.postgres.statement(dialect, &binds)?)
+            .await?;
+    } else {
+        for part in &statements.parts {
+            txn.execute_raw(part.statement(dialect, &binds)?).await?;
+        }
+    }
+    if after == AfterAttempt::Dead {
+        // Told in the transaction that made it dead.
+        let facts = crate::notify::message::DeadFacts {
+            destination: destination.name.clone(),
+            source: claimed.source.clone(),
+            dead: 1,
+            answer: crate::model::AnswerClass::of(result.status_code)
+                .name()
+                .to_string(),
+        };
+        crate::db::notifications::record(
+            &txn,
+            crate::model::NotifyEvent::DestinationDead,
+            &crate::db::notifications::Subject::Destination {
+                name: destination.name.clone(),
+                source: claimed.source.clone(),
+            },
+            &claimed.source,
+            &facts,
+        )
+        .await?;
     }
     txn.commit().await?;
     Ok(after)

@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::db::audit::{AuditEntry, audit_on};
 use crate::db::events::StoredDelivery;
-use crate::model::{AuditAction, EventRow, Skipped, Status};
+use crate::model::{AuditAction, Cause, EventRow, Skipped, Stage, Status};
 use sea_orm::{DatabaseTransaction, DbErr, TransactionTrait};
 
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +151,15 @@ async fn replay_in(
     };
     if recorded.outcome.status() != Status::Failed {
         resolve(&mut On::Orm(txn), stored.row.id, recorded.archive_id).await?;
+        // The failure's cause may have no open failure left: told in the replay's transaction.
+        if stored.row.status == Status::Failed {
+            let cause = Cause {
+                source: stored.row.source.clone(),
+                outcome: Stage::Ingest(stored.row.outcome),
+                class: error_class(stored.row.outcome, stored.row.error_message.as_deref()),
+            };
+            crate::db::problems::marks::notice(txn, &cause).await?;
+        }
     }
     Ok(recorded)
 }

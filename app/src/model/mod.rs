@@ -6,6 +6,7 @@ mod charts;
 mod feed;
 mod find;
 mod keeping;
+mod notifications;
 mod problems;
 mod sources;
 pub use answer::*;
@@ -13,6 +14,7 @@ pub use charts::*;
 pub use feed::*;
 pub use find::*;
 pub use keeping::*;
+pub use notifications::*;
 pub use problems::*;
 pub use sources::*;
 

@@ -296,3 +296,51 @@ pub const ANSWER_CLASSES: &[&str] = &[
     "connection refused",
     "request failed",
 ];
+
+super::vocabulary! {
+    /// Which problems the API lists (`GET /api/v1/problems?state=`): open ones (acknowledged
+    /// ones too), one state's, or all.
+    ProblemFilter {
+        Open = "open",
+        Acknowledged = "acknowledged",
+        Resolved = "resolved",
+        Ignored = "ignored",
+        All = "all",
+    }
+}
+
+/// A problem as programs read it (`GET /api/v1/problems`) and a `webhook` channel is told it: a
+/// cause, its state and its counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "ssr", schema(example = json!({
+    "id": 17,
+    "source": "shop",
+    "outcome": "invalid",
+    "class": "snapshot (/data) is missing",
+    "state": "open",
+    "open_failures": 34,
+    "first_seen": "2026-12-06T08:12:03.117+00:00",
+    "last_seen": "2026-12-06T09:40:55.902+00:00",
+    "example_event_id": 48120
+})))]
+pub struct ProblemInfo {
+    /// The cause's id: the same for the cause whatever happens to its failures.
+    pub id: i64,
+    /// The source (or, for `outcome` `forward`, the destination).
+    pub source: String,
+    /// The failures' outcome, or `forward`: forward deliveries the destination never took.
+    #[cfg_attr(feature = "ssr", schema(value_type = String))]
+    pub outcome: Stage,
+    /// The cause without what varies between deliveries (ids, numbers, quoted values).
+    pub class: String,
+    /// `open`, `acknowledged`, `resolved` or `ignored`.
+    pub state: String,
+    /// Its failures no replay or retry resolved and no state set aside.
+    pub open_failures: i64,
+    /// Its first and last failure counted (RFC 3339); none once none is left.
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+    /// An archive id of one of its failures (`GET /api/v1/events/{id}`).
+    pub example_event_id: Option<i64>,
+}

@@ -30,6 +30,7 @@ use utoipa::{Modify, OpenApi};
         (name = "sources", description = "The configured sources and their objects' revisions"),
         (name = "destinations", description = "Forwarding accepted events to the application"),
         (name = "feed", description = "The pull feed: applied and accepted deliveries in commit order, and named consumers whose cursor hookbox keeps"),
+        (name = "problems", description = "Failures grouped by cause, with the state operators give each cause"),
         (name = "operators", description = "Refused requests and the audit log, for operators' tokens of every source"),
     )
 )]

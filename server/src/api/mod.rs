@@ -19,6 +19,7 @@ mod feed;
 mod objects;
 mod operators;
 pub mod problem;
+mod problems;
 mod reads;
 mod replay;
 
@@ -62,6 +63,8 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(destinations::resume))
         .routes(routes!(operators::rejected))
         .routes(routes!(operators::audit))
+        .routes(routes!(problems::list))
+        .routes(routes!(problems::set))
         .routes(routes!(feed::read))
         .routes(routes!(consumers::list))
         .routes(routes!(consumers::put, consumers::get, consumers::delete))

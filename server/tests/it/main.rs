@@ -27,6 +27,7 @@ mod forwarding_faults;
 mod logs;
 mod maintenance;
 mod migrations;
+mod notifications;
 mod operations;
 mod outage;
 mod outcomes;

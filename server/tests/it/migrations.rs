@@ -7,7 +7,7 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 23] = [
+const TABLES: [&str; 26] = [
     "api_tokens",
     "archive_quarter_counts",
     "archive_quarters_counted",
@@ -22,8 +22,11 @@ const TABLES: [&str; 23] = [
     "forward_deliveries",
     "forward_destinations",
     "handshake_waits",
+    "notification_sends",
+    "notifications",
     "object_state",
     "problem_states",
+    "problems",
     "rejected_requests",
     "sessions",
     "sign_in_failures",

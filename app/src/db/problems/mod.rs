@@ -13,9 +13,13 @@
 //! `ix_webhook_events_open_failures` (migration m20261203_000013) and
 //! `ix_forward_deliveries_dead` (m20261205_000022).
 
+pub mod covered;
+pub mod listed;
+pub mod marks;
 pub mod states;
 
-pub use states::{MAX_SETTLED_PAGE, SETTLED_PAGE_SIZE, StateError, covered, set_state, settled};
+pub use covered::{covered, covers_any};
+pub use states::{MAX_SETTLED_PAGE, SETTLED_PAGE_SIZE, StateError, set_state, settled};
 
 use super::Db;
 use super::open_failures::unresolved;
@@ -331,6 +335,19 @@ async fn open_by(db: &Db, f: &Failures) -> Result<Vec<(String, OpenProblems)>, D
             ))
         })
         .collect()
+}
+
+/// The open causes of the archive's failures (at most `limit`, the most recently failing
+/// first): what the notifier's sweep compares with the causes' marks.
+pub async fn open_causes<C: ConnectionTrait>(conn: &C, limit: usize) -> Result<Vec<Cause>, DbErr> {
+    let rows = conn
+        .query_all_raw(crate::db::statement(
+            conn.get_database_backend(),
+            grouped(&Failures::ingest(), Which::Open, Some(limit)),
+            vec![],
+        ))
+        .await?;
+    rows.iter().map(cause_of).collect()
 }
 
 /// Open problems and open failures in all, of both stages (the overview).

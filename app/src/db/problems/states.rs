@@ -8,11 +8,12 @@
 use super::super::Db;
 use super::super::audit::{AuditEntry, audit_on};
 use super::Failures;
+use super::covered::{BOUND, covered, key};
 use crate::model::{
     AuditAction, Cause, MAX_REASON_BYTES, ProblemState, SettledCause, SettledPage, StateChange,
 };
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr, TransactionTrait, Value};
+use sea_orm::{ConnectionTrait, DbErr, TransactionTrait};
 
 /// Resolved and ignored causes a page of [`settled`] lists.
 pub const SETTLED_PAGE_SIZE: u32 = 50;
@@ -39,44 +40,6 @@ pub enum StateError {
     },
     #[error("database: {0}")]
     Db(#[from] DbErr),
-}
-
-/// The cause as [`key`] binds it.
-const BOUND: (&str, &str, &str) = ("$1", "$2", "$3");
-
-/// The cause's key in `problem_states`: source (or destination), stage, class.
-fn key(cause: &Cause, class: &str) -> Vec<Value> {
-    vec![
-        cause.source.clone().into(),
-        cause.outcome.as_str().into(),
-        class.into(),
-    ]
-}
-
-/// How many failures resolving or ignoring `cause` covers: its failures no replay or retry
-/// resolved, but those before it was last resolved (an ignored cause's all, new ones too).
-pub async fn covered<C: ConnectionTrait>(conn: &C, cause: &Cause) -> Result<i64, DbErr> {
-    let Some(class) = cause.class.as_deref() else {
-        return Ok(0);
-    };
-    let f = Failures::of(cause.outcome);
-    let row = conn
-        .query_one_raw(crate::db::statement(
-            conn.get_database_backend(),
-            format!(
-                "SELECT count(*) AS n FROM {table} WHERE {of_cause}
-                   AND NOT EXISTS (SELECT 1 FROM problem_states ps
-                       WHERE ps.source = $1 AND ps.outcome = $2 AND ps.error_class = $3
-                         AND ps.state = '{resolved}' AND {at} <= ps.changed_at)",
-                table = f.table,
-                of_cause = f.of_cause(BOUND),
-                at = f.at,
-                resolved = ProblemState::Resolved.as_str(),
-            ),
-            key(cause, class),
-        ))
-        .await?;
-    row.map_or(Ok(0), |r| r.try_get("", "n"))
 }
 
 /// Whether any failure no replay or retry resolved has `cause` (states aside).
@@ -182,6 +145,8 @@ pub async fn set_state(
     };
     if changed {
         audit_change(&txn, cause, state, (covers, reason), operator).await?;
+        // Resolving closes the cause, opening it again may reopen it: told in this transaction.
+        super::marks::notice(&txn, cause).await?;
     }
     txn.commit().await?;
     Ok(answer(changed))

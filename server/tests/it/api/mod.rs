@@ -12,6 +12,7 @@ mod destinations;
 mod document;
 mod events;
 mod operators;
+mod problems;
 mod replay;
 mod tokens;
 
