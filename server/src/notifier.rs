@@ -169,14 +169,14 @@ async fn settle(db: &Db, channel: &Channel, claimed: &Claimed, answer: Result<()
 
 /// `hookbox_notifications_pending{notification}` of every channel (0 when none waits).
 async fn gauge_pending(db: &Db, config: &Config) {
-    let Ok(pending) = outbox::pending(db).await else {
+    let Ok(waiting) = outbox::waiting(db).await else {
         return;
     };
     for channel in &config.notifications {
-        let n = pending
+        let n = waiting
             .iter()
-            .find(|(name, _, _)| *name == channel.name)
-            .map_or(0, |(_, n, _)| *n);
+            .find(|w| w.channel == channel.name)
+            .map_or(0, |w| w.count);
         metrics::gauge!("hookbox_notifications_pending", "notification" => channel.name.clone())
             .set(n as f64);
     }

@@ -355,6 +355,8 @@ pub async fn overview(db: &Db, sources_configured: usize, zone: Tz) -> Result<Ov
         // Filled by the overview's server function (`db::problems::open_counts`).
         problems: Default::default(),
         kept: kept(db).await?,
+        // Filled by the overview's server function (the configured channels').
+        failing_channels: Vec::new(),
     })
 }
 

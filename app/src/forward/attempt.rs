@@ -205,7 +205,6 @@ pub async fn record_attempt(
         let facts = crate::notify::message::DeadFacts {
             destination: destination.name.clone(),
             source: claimed.source.clone(),
-            dead: 1,
             answer: crate::model::AnswerClass::of(result.status_code)
                 .name()
                 .to_string(),

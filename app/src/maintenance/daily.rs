@@ -192,6 +192,15 @@ async fn the_rest(db: &Db, cutoffs: &Cutoffs, retention_days: u32, audit_retenti
             "overview rollup: purge failed; retrying at the next run"
         ),
     }
+    let notifications_cutoff =
+        Utc::now() - chrono::Duration::days(super::purge::NOTIFICATIONS_KEPT_DAYS);
+    match super::purge::purge_notifications(db, notifications_cutoff, DEFAULT_BATCH).await {
+        Ok(rows) => tracing::info!(rows, "notifications: purged messages older than 30 days"),
+        Err(error) => tracing::warn!(
+            %error,
+            "notifications: purge failed; retrying at the next run"
+        ),
+    }
     let audit_cutoff = retention_cutoff(Utc::now(), audit_retention_days);
     match purge_audit(db, audit_cutoff, DEFAULT_BATCH).await {
         Ok(rows) => tracing::info!(

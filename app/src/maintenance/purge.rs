@@ -303,6 +303,39 @@ pub async fn purge_audit(db: &Db, older_than: DateTime<Utc>, batch: usize) -> Re
     .await
 }
 
+/// How long notifications are kept, whatever became of them (a message for a channel no
+/// longer configured waits this long, then goes).
+pub const NOTIFICATIONS_KEPT_DAYS: i64 = 30;
+
+/// Deletes the notifications recorded before `older_than`: the channels' copies, then the
+/// changes no copy names any more, `batch` per statement; returns how many copies.
+pub async fn purge_notifications(
+    db: &Db,
+    older_than: DateTime<Utc>,
+    batch: usize,
+) -> Result<u64, DbErr> {
+    let copies = crate::db::batches::delete_in_batches(
+        db.maintenance(),
+        "DELETE FROM notification_sends WHERE id IN (
+             SELECT id FROM notification_sends WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
+        older_than,
+        batch,
+    )
+    .await?;
+    crate::db::batches::delete_in_batches(
+        db.maintenance(),
+        "DELETE FROM notifications WHERE id IN (
+             SELECT n.id FROM notifications n
+             WHERE n.created_at < $1 AND n.fanned_out
+               AND NOT EXISTS (SELECT 1 FROM notification_sends s WHERE s.notification_id = n.id)
+             ORDER BY n.created_at LIMIT $2)",
+        older_than,
+        batch,
+    )
+    .await?;
+    Ok(copies)
+}
+
 /// Deletes the forward deliveries past their source's retention (`cutoffs`, by when they were
 /// created) that are delivered or superseded (their attempts go with them), `batch` per
 /// statement (on PostgreSQL, whole days first: `partitions`); returns how many.

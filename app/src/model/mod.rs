@@ -370,6 +370,9 @@ pub struct Overview {
     /// What the archive keeps now.
     #[serde(default)]
     pub kept: Kept,
+    /// Notification channels whose last attempt failed, with messages waiting.
+    #[serde(default)]
+    pub failing_channels: Vec<FailingChannel>,
 }
 
 vocabulary! {

@@ -45,3 +45,15 @@ super::vocabulary! {
         Failed = "failed",
     }
 }
+
+/// A notification channel whose messages wait and whose last attempt failed (the overview).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailingChannel {
+    pub name: String,
+    /// Messages waiting for it.
+    pub waiting: i64,
+    /// When the oldest of them was recorded (RFC 3339).
+    pub since: String,
+    /// What the channel answered last ("answered 404", "no answer within 15 s").
+    pub last_error: Option<String>,
+}

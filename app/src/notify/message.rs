@@ -8,13 +8,12 @@ use crate::schemes::Scheme;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-/// The facts of `destination.dead`: the destination, the source of the delivery that died, its
-/// dead deliveries now and why the last one died (its answer class).
+/// The facts of `destination.dead`: the destination, the source of the delivery that died and
+/// why it died (its last answer's class). How many died is the changes a message stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadFacts {
     pub destination: String,
     pub source: String,
-    pub dead: i64,
     pub answer: String,
 }
 
@@ -73,18 +72,18 @@ pub fn words(event: NotifyEvent, facts: &Facts, changes: i64, public_url: Option
         }
         Facts::Dead(d) => Message {
             title: format!(
-                "hookbox: a delivery to {} died ({})",
+                "hookbox: deliveries to {} died ({})",
                 d.destination, d.answer
             ),
             lines: vec![
                 format!("Destination: {}", d.destination),
                 format!("Source: {}", d.source),
-                format!("Dead deliveries now: {}", d.dead),
+                format!("Deliveries that ran out of retries: {changes}"),
             ],
             link: base.map(|b| format!("{b}/destinations/{}", d.destination)),
         },
     };
-    if changes > 1 {
+    if changes > 1 && matches!(facts, Facts::Problem(_)) {
         message.lines.push(format!(
             "This message stands for {changes} changes since the last one."
         ));
@@ -118,7 +117,10 @@ pub fn http_body(
 ) -> serde_json::Value {
     match kind {
         ChannelKind::Slack => json!({ "text": message.text() }),
-        ChannelKind::Discord => json!({ "content": crate::headers::cut(&message.text(), 2000) }),
+        // Discord takes at most 2,000 characters.
+        ChannelKind::Discord => {
+            json!({ "content": message.text().chars().take(2000).collect::<String>() })
+        }
         ChannelKind::Teams => teams_card(message),
         ChannelKind::Webhook | ChannelKind::Email => {
             let mut body = match facts {
@@ -127,7 +129,7 @@ pub fn http_body(
                     "type": event.as_str(),
                     "destination": d.destination,
                     "source": d.source,
-                    "dead": d.dead,
+                    "dead": changes,
                     "answer": d.answer,
                 }),
             };

@@ -363,29 +363,63 @@ pub async fn settle(db: &Db, claimed: &Claimed, error: Option<&str>) -> Result<S
     Ok(settled)
 }
 
-/// Copies waiting to be sent, per channel (`hookbox_notifications_pending`), and for each
-/// whether its last attempt failed (the overview's "keeps failing").
-pub async fn pending(db: &Db) -> Result<Vec<(String, i64, bool)>, DbErr> {
+/// The messages waiting per channel: how many, since when, and the last error of one whose
+/// last attempt failed (`None`: none failed yet). For `hookbox_notifications_pending` and the
+/// overview's failing channels.
+pub async fn waiting(db: &Db) -> Result<Vec<Waiting>, DbErr> {
+    let pending = NotificationStatus::Pending.as_str();
     let rows = db
         .dashboard
         .query_all_raw(statement(
             db.backend(),
             format!(
-                "SELECT channel, count(*) AS n,
-                        CAST(max(CASE WHEN last_error IS NOT NULL THEN 1 ELSE 0 END) AS INTEGER) AS failing
-                 FROM notification_sends WHERE status = '{}' GROUP BY channel ORDER BY channel",
-                NotificationStatus::Pending.as_str()
+                "SELECT w.channel, w.n, w.since,
+                        (SELECT s.last_error FROM notification_sends s
+                         WHERE s.channel = w.channel AND s.status = '{pending}'
+                           AND s.last_error IS NOT NULL
+                         ORDER BY s.id DESC LIMIT 1) AS last_error
+                 FROM (SELECT channel, count(*) AS n, min(created_at) AS since
+                       FROM notification_sends WHERE status = '{pending}' GROUP BY channel) w
+                 ORDER BY w.channel"
             ),
             vec![],
         ))
         .await?;
     rows.iter()
         .map(|row| {
-            Ok((
-                row.try_get("", "channel")?,
-                row.try_get("", "n")?,
-                row.try_get::<i32>("", "failing")? == 1,
-            ))
+            Ok(Waiting {
+                channel: row.try_get("", "channel")?,
+                count: row.try_get("", "n")?,
+                since: row.try_get("", "since")?,
+                last_error: row.try_get("", "last_error")?,
+            })
         })
         .collect()
+}
+
+/// What waits for one channel.
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    pub channel: String,
+    pub count: i64,
+    pub since: DateTime<Utc>,
+    pub last_error: Option<String>,
+}
+
+/// The channels of `channels` whose messages wait after a failed attempt (the overview).
+pub async fn failing(
+    db: &Db,
+    channels: &[Channel],
+) -> Result<Vec<crate::model::FailingChannel>, DbErr> {
+    Ok(waiting(db)
+        .await?
+        .into_iter()
+        .filter(|w| w.last_error.is_some() && channels.iter().any(|c| c.name == w.channel))
+        .map(|w| crate::model::FailingChannel {
+            name: w.channel,
+            waiting: w.count,
+            since: w.since.to_rfc3339(),
+            last_error: w.last_error,
+        })
+        .collect())
 }

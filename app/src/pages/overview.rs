@@ -26,6 +26,8 @@ pub async fn get_overview() -> Result<Overview, DashboardError> {
     if guard::config()?.archive.is_some() {
         overview.kept.cold = Some(crate::maintenance::cold::state::read(&db).await?);
     }
+    overview.failing_channels =
+        crate::notify::outbox::failing(&db, &guard::config()?.notifications).await?;
     Ok(overview)
 }
 
@@ -170,7 +172,29 @@ fn OverviewBody(o: Overview) -> impl IntoView {
         <Refused counts=o.refused_24h/>
         <InvariantCheck run=o.last_verify/>
         <ArchiveKept kept=o.kept/>
+        <FailingChannels channels=o.failing_channels/>
     }
+}
+
+/// Notification channels whose messages wait after a failed attempt: nobody is told through
+/// them until they take messages again.
+#[component]
+fn FailingChannels(channels: Vec<crate::model::FailingChannel>) -> impl IntoView {
+    (!channels.is_empty()).then(|| view! {
+        <section class="panel attention" data-testid="failing-channels">
+            <h2>"Notifications failing"</h2>
+            <ul>
+                {channels.into_iter().map(|c| view! {
+                    <li data-testid="failing-channel" data-name=c.name.clone()>
+                        <strong>{c.name.clone()}</strong> ": " {c.waiting} {if c.waiting == 1 { " message waits" } else { " messages wait" }}
+                        " since " <LocalTime utc=c.since/> "; last answer: "
+                        <span class="mono">{c.last_error.unwrap_or_default()}</span>
+                        ". Try " <span class="mono">{format!("hookbox notify test {}", c.name)}</span> "."
+                    </li>
+                }).collect_view()}
+            </ul>
+        </section>
+    })
 }
 
 /// What the archive keeps: its size on disk and its oldest delivery.

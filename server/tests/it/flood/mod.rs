@@ -23,6 +23,7 @@ mod client;
 mod feed;
 mod forged;
 mod forms;
+mod storm;
 
 pub(super) use client::hostile_pace;
 use client::sign_in;

@@ -138,6 +138,19 @@ async fn a_channel_that_fails_is_tried_again_after_a_wait_and_then_served_once(b
         vec![],
     )
     .await;
+    let cookie = signed_in(&app, "olga", Role::Viewer).await;
+    let (status, overview) = call(&app, &cookie, "overview", &[]).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{overview}");
+    let overview: Json = serde_json::from_str(&overview).unwrap();
+    assert_eq!(
+        overview["failing_channels"][0]["name"], "ops",
+        "{backend:?}: {overview}"
+    );
+    assert_eq!(overview["failing_channels"][0]["waiting"], 1);
+    assert_eq!(
+        overview["failing_channels"][0]["last_error"],
+        "answered 500"
+    );
     app::clock::advance(Duration::from_secs(11));
     let got = receiver.wait_for(2).await;
     settled(&app.db).await;
@@ -165,6 +178,13 @@ async fn a_channel_that_fails_is_tried_again_after_a_wait_and_then_served_once(b
     )
     .await;
     assert_eq!(done, vec![vec![Some("sent".into()), Some("2".into())]]);
+    let (_, overview) = call(&app, &cookie, "overview", &[]).await;
+    let overview: Json = serde_json::from_str(&overview).unwrap();
+    assert_eq!(
+        overview["failing_channels"],
+        serde_json::json!([]),
+        "served: {overview}"
+    );
     let metrics = app
         .client
         .get(app.url("/metrics"))
