@@ -3,6 +3,7 @@
 //! ones. The storm is one `problem.opened`, one message; every paced delivery is applied and none
 //! waits more than 5 s (a starved delivery, not a speed target: the latencies are printed beside
 //! those of the same deliveries without the storm).
+#![allow(clippy::unwrap_used)]
 
 use crate::forwarder::Receiver;
 use crate::notifications::{CHANNEL_SECRET, webhook_channel};
