@@ -28,7 +28,9 @@ pub fn backoff(attempts: i32) -> Duration {
 const FAN_OUT_BATCH: u64 = 100;
 
 /// Hands the changes not yet handed to each channel of `channels` that wants them (by event and
-/// source): a pending copy per channel. Answers how many changes it handed.
+/// source): a pending copy per channel. A change older than [`GIVE_UP_AFTER`] goes to no channel
+/// (one configured long after it, on a database where none was, is not told of the past).
+/// Answers how many changes it handed.
 pub async fn fan_out(db: &Db, channels: &[Channel]) -> Result<usize, DbErr> {
     let dialect = Dialect::of(db.backend());
     let txn = db.writer.begin().await?;
@@ -36,7 +38,7 @@ pub async fn fan_out(db: &Db, channels: &[Channel]) -> Result<usize, DbErr> {
         .query_all_raw(statement(
             dialect,
             format!(
-                "SELECT id, event, subject, source, changes FROM notifications
+                "SELECT id, event, subject, source, changes, created_at FROM notifications
                  WHERE NOT fanned_out ORDER BY id LIMIT {FAN_OUT_BATCH}{}",
                 dialect.lock_skipping_locked()
             ),
@@ -50,10 +52,12 @@ pub async fn fan_out(db: &Db, channels: &[Channel]) -> Result<usize, DbErr> {
         let source: String = row.try_get("", "source")?;
         let subject: String = row.try_get("", "subject")?;
         let changes: i64 = row.try_get("", "changes")?;
-        let Some(event) = NotifyEvent::parse(&event) else {
-            continue;
-        };
-        for channel in channels.iter().filter(|c| c.wants(event, &source)) {
+        let created_at: DateTime<Utc> = row.try_get("", "created_at")?;
+        let event = NotifyEvent::parse(&event).filter(|_| now - created_at < GIVE_UP_AFTER);
+        for channel in channels
+            .iter()
+            .filter(|c| event.is_some_and(|e| c.wants(e, &source)))
+        {
             txn.execute_raw(statement(
                 dialect,
                 format!(

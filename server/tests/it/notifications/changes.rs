@@ -201,3 +201,29 @@ async fn a_channel_that_fails_is_tried_again_after_a_wait_and_then_served_once(b
         assert!(metrics.contains(line), "{line} in the metrics");
     }
 }
+
+both_backends!(a_channel_configured_a_day_after_a_change_is_not_told_of_it);
+async fn a_channel_configured_a_day_after_a_change_is_not_told_of_it(backend: Backend) {
+    let app = spawn_app_with(backend, config(false, "", &[])).await;
+    failures(&app, "before", 1).await;
+    app::clock::advance(Duration::from_secs(25 * 3600));
+    let (receiver, url) = Receiver::start(vec![]).await;
+    let later = fixed(&app, &url, 0).await;
+    let token = token(&later, "fixer", Role::Operator, &[]).await;
+    let id = scalar(&app.db, "SELECT min(id) FROM webhook_events", vec![])
+        .await
+        .unwrap();
+
+    let (status, answer) = post(&later, &token, &format!("/api/v1/events/{id}/replay"), "{}").await;
+    let got = receiver.wait_for(1).await;
+    settled(&app.db).await;
+
+    assert_eq!(status, 200, "{backend:?}: {answer}");
+    assert_eq!(
+        receiver.got().len(),
+        1,
+        "the opening a day before is not told"
+    );
+    assert_eq!(verified(&got[0])["type"], "problem.resolved");
+    assert_eq!(sends(&app.db).await, vec![("sent".into(), 1)]);
+}
