@@ -16,35 +16,17 @@ fn state_word(group: &ProblemGroup) -> &'static str {
     }
 }
 
-/// The ids of `causes`, made for those without a `problems` row (one statement each, at
-/// most [`SHOWN_AT_MOST`]).
+/// The ids of `causes`, made for those without a `problems` row (`marks::mark`, one cause at a
+/// time, at most [`SHOWN_AT_MOST`]).
 async fn ids_of(db: &Db, causes: &[&Cause]) -> Result<Vec<i64>, DbErr> {
     let mut ids = Vec::with_capacity(causes.len());
     for cause in causes {
         let class = cause.class.clone().unwrap_or_default();
-        let key = vec![
-            cause.source.clone().into(),
-            cause.outcome.as_str().into(),
-            class.into(),
-        ];
-        db.writer
-            .execute_raw(statement(
-                db.backend(),
-                "INSERT INTO problems (source, outcome, error_class) VALUES ($1, $2, $3)
-                 ON CONFLICT (source, outcome, error_class) DO NOTHING",
-                key.clone(),
-            ))
-            .await?;
-        let row = db
-            .writer
-            .query_one_raw(statement(
-                db.backend(),
-                "SELECT id FROM problems WHERE source = $1 AND outcome = $2 AND error_class = $3",
-                key,
-            ))
-            .await?
-            .ok_or_else(|| DbErr::RecordNotFound(cause.in_words()))?;
-        ids.push(row.try_get("", "id")?);
+        ids.push(
+            super::marks::mark(&db.writer, cause, &class, false)
+                .await?
+                .id,
+        );
     }
     Ok(ids)
 }
