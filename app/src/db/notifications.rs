@@ -41,7 +41,7 @@ pub async fn record<C: ConnectionTrait>(
          VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (subject) WHERE NOT fanned_out DO UPDATE
             SET event = excluded.event, facts = excluded.facts, source = excluded.source,
-                changes = notifications.changes + 1",
+                changes = notifications.changes + 1, created_at = excluded.created_at",
         vec![
             event.as_str().into(),
             subject.key().into(),

@@ -225,5 +225,9 @@ async fn a_channel_configured_a_day_after_a_change_is_not_told_of_it(backend: Ba
         "the opening a day before is not told"
     );
     assert_eq!(verified(&got[0])["type"], "problem.resolved");
-    assert_eq!(sends(&app.db).await, vec![("sent".into(), 1)]);
+    // One copy sent: the resolution alone, or with the day-old opening it was recorded beside
+    // before any process handed that on (then it counts 2 changes).
+    let sends = sends(&app.db).await;
+    assert_eq!(sends.len(), 1, "{sends:?}");
+    assert_eq!(sends[0].0, "sent");
 }
