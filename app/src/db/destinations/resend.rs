@@ -98,6 +98,30 @@ async fn lock_destination(txn: &DatabaseTransaction, destination: &str) -> Resul
     }
 }
 
+/// Ends a re-send's transaction: committed when it wrote (`Ok((_, true))`), else rolled back
+/// before the answer leaves. A transaction merely dropped is rolled back only once its
+/// connection is back in the pool, so its lock could refuse the operator's next request.
+async fn finish<T>(
+    txn: DatabaseTransaction,
+    result: Result<(T, bool), RetryError>,
+) -> Result<T, RetryError> {
+    match result {
+        Ok((value, true)) => {
+            txn.commit().await?;
+            Ok(value)
+        }
+        Ok((value, false)) => {
+            txn.rollback().await?;
+            Ok(value)
+        }
+        Err(refused) => {
+            // The refusal is the answer; a failed rollback ends with the connection anyway.
+            let _ = txn.rollback().await;
+            Err(refused)
+        }
+    }
+}
+
 /// Sends delivered forward delivery `id` of `destination` again, as a new pending row; returns
 /// its id. Audited. Refused, naming why, when the row is not a delivered one of `destination`,
 /// when its event already waits there, or when a greater revision of its object was forwarded.
@@ -109,8 +133,18 @@ pub async fn resend_one(
 ) -> Result<i64, RetryError> {
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
+    let result = resend_one_in(&txn, destination, id, actor).await;
+    finish(txn, result.map(|created| (created, true))).await
+}
+
+async fn resend_one_in(
+    txn: &DatabaseTransaction,
+    destination: &str,
+    id: i64,
+    actor: &Actor<'_>,
+) -> Result<i64, RetryError> {
     let backend = txn.get_database_backend();
-    lock_destination(&txn, destination).await?;
+    lock_destination(txn, destination).await?;
     let row = txn
         .query_one_raw(crate::db::statement(
             backend,
@@ -164,7 +198,7 @@ pub async fn resend_one(
         .transpose()?
         .ok_or_else(|| RetryError::Refused(format!("forward delivery {id} was not copied")))?;
     audit_on(
-        &txn,
+        txn,
         AuditEntry {
             actor: actor.name,
             action: AuditAction::ResendForward,
@@ -175,7 +209,6 @@ pub async fn resend_one(
         },
     )
     .await?;
-    txn.commit().await?;
     Ok(created)
 }
 
@@ -207,8 +240,20 @@ pub async fn resend_since(
 ) -> Result<Resent, RetryError> {
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
+    let result = resend_since_in(&txn, destination, since, scope, confirmation, actor).await;
+    finish(txn, result.map(|resent| (resent, resent.resent))).await
+}
+
+async fn resend_since_in(
+    txn: &DatabaseTransaction,
+    destination: &str,
+    since: DateTime<Utc>,
+    scope: &str,
+    confirmation: Option<&str>,
+    actor: &Actor<'_>,
+) -> Result<Resent, RetryError> {
     let backend = txn.get_database_backend();
-    lock_destination(&txn, destination).await?;
+    lock_destination(txn, destination).await?;
     let now: Value = Utc::now().into();
     let counted = txn
         .query_one_raw(crate::db::statement(
@@ -257,7 +302,7 @@ pub async fn resend_since(
         .rows_affected();
     let copied = i64::try_from(copied).unwrap_or(i64::MAX);
     audit_on(
-        &txn,
+        txn,
         AuditEntry {
             actor: actor.name,
             action: AuditAction::ResendForward,
@@ -268,7 +313,6 @@ pub async fn resend_since(
         },
     )
     .await?;
-    txn.commit().await?;
     Ok(Resent {
         matched: copied,
         more,

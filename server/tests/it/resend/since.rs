@@ -207,6 +207,18 @@ async fn one_resend_creates_at_most_its_bound_and_the_next_takes_the_rest(backen
     assert_eq!(counted["limit"], RESEND_LIMIT);
     let confirmation = format!("resend {RESEND_LIMIT}");
     assert_eq!(counted["confirmation"], confirmation.as_str());
+    if backend == Backend::Postgres {
+        assert_eq!(
+            count(
+                db,
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+            .await,
+            0,
+            "the count's transaction ended before its answer: its lock would refuse the confirmation"
+        );
+    }
 
     let (status, body) = call(
         &app,
