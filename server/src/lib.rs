@@ -50,8 +50,6 @@ pub struct AppState {
     pub delivery_metrics: Arc<metrics::DeliveryMetrics>,
     /// Each signed-in user's dashboard requests in flight ([`routes::per_user`]).
     pub in_flight: routes::per_user::InFlight,
-    /// Causes of failed deliveries the notifier is to decide about.
-    pub failed_causes: Arc<notifier::FailedCauses>,
 }
 
 impl AppState {
@@ -80,7 +78,6 @@ impl AppState {
             feed: Arc::default(),
             rejected_log: rejected_log::RejectedLog::default(),
             in_flight: routes::per_user::InFlight::default(),
-            failed_causes: Arc::default(),
         }
     }
 }

@@ -1,21 +1,19 @@
-//! The notifier every `hookbox serve` runs (contract section 14): it decides the problems a
-//! failed delivery may have opened (`app::notify::notice`, each in a transaction of its own,
-//! right after the delivery; a storm of one cause is one decision a round), sweeps every
-//! [`SWEEP_EVERY`] for what a crash or a purge left undecided, hands the recorded changes to the
-//! channels and sends each channel's due messages: HTTP for the chat kinds and `webhook`, SMTP
-//! for `email`. No database transaction is open during a send.
+//! The notifier every `hookbox serve` runs (contract section 14). A problem's changes are
+//! recorded in the transactions that make them (a failed delivery's, an operator's, a
+//! replay's); the notifier sweeps every [`SWEEP_EVERY`] for a cause a purge left marked open,
+//! hands the recorded changes to the channels and sends each channel's due messages: HTTP for
+//! the chat kinds and `webhook`, SMTP for `email`. No database transaction is open during a
+//! send.
 
 use crate::background::Background;
 use app::config::Config;
 use app::config::notifications::{Channel, Target};
 use app::db::Db;
-use app::model::{Cause, NotifyEvent, Stage, Status};
+use app::model::{NotifyEvent, Stage};
 use app::notify::message::{self, Facts, Message};
 use app::notify::outbox::{self, Claimed, Settled};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
 
 /// How often the notifier sweeps for undecided causes.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
@@ -23,65 +21,15 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
 const TICK: Duration = Duration::from_secs(1);
 /// One send's limit (a chat webhook, a mail server's whole dialogue).
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(15);
-/// Causes waiting for a decision, at most: past it, the next sweep decides them.
-const MAX_WAITING: usize = 1000;
-
-/// Causes of failed deliveries waiting for the notifier's decision, deduplicated: a storm of
-/// failures of one cause is one entry.
-#[derive(Default)]
-pub struct FailedCauses {
-    waiting: Mutex<(HashSet<Cause>, bool)>,
-    wake: Notify,
-}
-
-impl FailedCauses {
-    /// A delivery of `source` failed with `outcome` (after its commit).
-    pub fn failed(&self, source: &str, outcome: &app::ingest::Outcome) {
-        if outcome.status() != Status::Failed {
-            return;
-        }
-        let cause = Cause {
-            source: source.to_string(),
-            outcome: Stage::Ingest(outcome.kind()),
-            class: app::ingest::problem::error_class(
-                outcome.kind(),
-                outcome.error_message().as_deref(),
-            ),
-        };
-        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        if waiting.0.len() < MAX_WAITING {
-            waiting.0.insert(cause);
-        } else {
-            // Too many causes at once: the sweep decides them all.
-            waiting.1 = true;
-        }
-        drop(waiting);
-        self.wake.notify_one();
-    }
-
-    /// The causes waiting, and whether some were left to the sweep.
-    fn take(&self) -> (Vec<Cause>, bool) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        let overflow = std::mem::take(&mut waiting.1);
-        (waiting.0.drain().collect(), overflow)
-    }
-}
-
 /// Runs until `background` is cancelled.
-pub async fn run(db: Db, config: Arc<Config>, failed: Arc<FailedCauses>, background: Background) {
+pub async fn run(db: Db, config: Arc<Config>, background: Background) {
     let stop = background.token().clone();
     let worker = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
     let client = http_client();
     let mut last_sweep: Option<Instant> = None;
     let mut last_gauge: Option<Instant> = None;
     loop {
-        let (causes, overflow) = failed.take();
-        for cause in causes {
-            if let Err(e) = decide(&db, &cause).await {
-                tracing::warn!(error = %e, source = %cause.source, "notifier: a failure's problem not decided; the sweep will");
-            }
-        }
-        if overflow || last_sweep.is_none_or(|at| at.elapsed() >= SWEEP_EVERY) {
+        if last_sweep.is_none_or(|at| at.elapsed() >= SWEEP_EVERY) {
             last_sweep = Some(Instant::now());
             match app::notify::sweep(&db).await {
                 Ok(0) => {}
@@ -98,18 +46,9 @@ pub async fn run(db: Db, config: Arc<Config>, failed: Arc<FailedCauses>, backgro
         }
         tokio::select! {
             () = stop.cancelled() => return,
-            () = failed.wake.notified() => {}
             () = tokio::time::sleep(TICK) => {}
         }
     }
-}
-
-/// One cause decided in a transaction of its own.
-async fn decide(db: &Db, cause: &Cause) -> Result<(), sea_orm::DbErr> {
-    use sea_orm::TransactionTrait;
-    let txn = db.writer.begin().await?;
-    app::db::problems::marks::notice(&txn, cause).await?;
-    txn.commit().await
 }
 
 /// Hands the recorded changes to the channels, then sends what each channel has due.

@@ -145,12 +145,7 @@ pub async fn serve_on(
     );
     stopping.spawn(
         "notifier",
-        crate::notifier::run(
-            db.clone(),
-            state.config.clone(),
-            state.failed_causes.clone(),
-            stopping.clone(),
-        ),
+        crate::notifier::run(db.clone(), state.config.clone(), stopping.clone()),
     );
     crate::feed::start(&db, &state.feed, &stopping);
     let trigger = stopping.clone();

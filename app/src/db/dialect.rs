@@ -187,6 +187,16 @@ impl Dialect {
         }
     }
 
+    /// The clause that keeps the selected rows from being changed until commit while other
+    /// transactions share them, and waits for one changing them (`FOR SHARE`); nothing on
+    /// SQLite, whose one writer serialises every transaction.
+    pub fn lock_for_share(self) -> &'static str {
+        match self {
+            Dialect::Postgres => " FOR SHARE",
+            Dialect::Sqlite => "",
+        }
+    }
+
     /// The clause that keeps the selected rows from being deleted (or their key changed) until
     /// commit, and waits for a transaction deleting them (`FOR KEY SHARE`); nothing on SQLite,
     /// whose one writer serialises every transaction.

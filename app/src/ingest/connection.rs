@@ -25,9 +25,9 @@ pub(super) enum On<'c, C> {
     Postgres(&'c mut sqlx::PgConnection),
     /// The SQLite writer connection, in autocommit mode (the script opens its own transaction).
     Sqlite(&'c mut sqlx::SqliteConnection),
-    /// A SeaORM connection or a caller's transaction: the claimed path runs without a
-    /// transaction of its own (`write::Statements::claimed_in_transaction`), so for a
-    /// delivery it is a transaction; a lone archive row may run on a plain connection.
+    /// A caller's SeaORM transaction: the claimed path runs without a transaction of its own
+    /// (`write::Statements::claimed_in_transaction`), and a failure's archive row is written
+    /// beside its problem's change.
     Orm(&'c C),
 }
 
@@ -128,14 +128,84 @@ impl<C: ConnectionTrait> On<'_, C> {
 /// a claim that meets a row the classification then finds gone (purged in between) claims again.
 const CLAIMS: usize = 2;
 
+/// What [`record`] did: the delivery recorded, or, on a connection in autocommit, a failure
+/// left for a transaction of the caller's ([`Failing::record_in`]): a failure's archive row and
+/// what it changes of its cause's problem are written in one transaction.
+pub(super) enum Step {
+    Recorded(Recorded),
+    Failing(Failing),
+}
+
+/// A valid delivery that fails, not yet archived: its outcome, and the day the inbox received
+/// its event (see [`ArchiveRow::event_day`]).
+pub(super) struct Failing {
+    outcome: Outcome,
+    event_day: Option<i64>,
+}
+
+impl Failing {
+    /// Archives the failure in `txn`, with its problem's change ([`failure`]).
+    pub(super) async fn record_in<C: ConnectionTrait>(
+        self,
+        txn: &C,
+        received: &Received<'_>,
+        envelope: &Envelope,
+    ) -> Result<Recorded, DbErr> {
+        let row = valid_row(received, envelope, &self.outcome, self.event_day);
+        let archive_id = failure(txn, &row).await?;
+        Ok(Recorded {
+            archive_id,
+            outcome: self.outcome,
+        })
+    }
+}
+
+/// The archive row of a valid delivery's unclaimed outcome.
+fn valid_row<'a>(
+    received: &'a Received<'a>,
+    envelope: &'a Envelope,
+    outcome: &'a Outcome,
+    event_day: Option<i64>,
+) -> ArchiveRow<'a> {
+    let mut row = ArchiveRow::of(
+        received,
+        outcome,
+        (
+            Some(archived_event_id(outcome, envelope)),
+            envelope.object_id.as_deref(),
+            envelope.revision.map(|r| r.get()),
+            envelope.event_type.as_deref(),
+        ),
+    );
+    row.event_day = event_day;
+    row
+}
+
+/// A failure's archive row and what it changes of its cause's problem
+/// (`db::problems::marks::failed`), on `txn`, the failing delivery's transaction: its id.
+pub(super) async fn failure<C: ConnectionTrait>(
+    txn: &C,
+    row: &ArchiveRow<'_>,
+) -> Result<i64, DbErr> {
+    let archive_id = archive(&mut On::Orm(txn), row).await?;
+    let cause = crate::model::Cause {
+        source: row.received.source.to_string(),
+        outcome: crate::model::Stage::Ingest(row.outcome.kind()),
+        class: row.error_class.clone(),
+    };
+    crate::db::problems::marks::failed(txn, &cause).await?;
+    Ok(archive_id)
+}
+
 /// Records a valid delivery on `on`: the claimed path, else what the claim met and the archive
-/// row of its outcome.
+/// row of its outcome (a failure's with its problem's change, in `on`'s transaction, or left to
+/// the caller's when `on` is in autocommit).
 pub(super) async fn record<C: ConnectionTrait>(
     on: &mut On<'_, C>,
     mode: Mode,
     received: &Received<'_>,
     envelope: &Envelope,
-) -> Result<Recorded, DbErr> {
+) -> Result<Step, DbErr> {
     let dialect = on.dialect();
     let statements = Statements::of(dialect);
     let delivery = Delivery::new(dialect, mode, received, envelope);
@@ -157,10 +227,10 @@ pub(super) async fn record<C: ConnectionTrait>(
                     .flatten();
             }
             let outcome = Outcome::claimed(kind, delivery.revision(), current)?;
-            return Ok(Recorded {
+            return Ok(Step::Recorded(Recorded {
                 archive_id,
                 outcome,
-            });
+            }));
         }
         // A statement of its own: at READ COMMITTED the claim may have waited for a concurrent
         // transaction whose row its snapshot could not see; this statement's snapshot can.
@@ -170,22 +240,20 @@ pub(super) async fn record<C: ConnectionTrait>(
         }
         let event_day = met.event_day;
         let outcome = met.outcome(mode);
-        let mut row = ArchiveRow::of(
-            received,
-            &outcome,
-            (
-                Some(archived_event_id(&outcome, envelope)),
-                envelope.object_id.as_deref(),
-                delivery.revision(),
-                envelope.event_type.as_deref(),
-            ),
-        );
-        row.event_day = event_day;
-        let archive_id = archive(on, &row).await?;
-        return Ok(Recorded {
+        let failed = outcome.status() == crate::model::Status::Failed;
+        let archive_id = match on {
+            On::Orm(txn) if failed => {
+                failure(*txn, &valid_row(received, envelope, &outcome, event_day)).await?
+            }
+            _ if failed => {
+                return Ok(Step::Failing(Failing { outcome, event_day }));
+            }
+            _ => archive(on, &valid_row(received, envelope, &outcome, event_day)).await?,
+        };
+        return Ok(Step::Recorded(Recorded {
             archive_id,
             outcome,
-        });
+        }));
     }
 }
 
@@ -231,7 +299,7 @@ pub(super) async fn on_postgres(
     mode: Mode,
     received: &Received<'_>,
     envelope: &Envelope,
-) -> Result<Recorded, DbErr> {
+) -> Result<Step, DbErr> {
     let mut lease = {
         let _waiting = Waiting::start();
         warm.lease().await.map_err(db_err)?
@@ -254,7 +322,7 @@ pub(super) async fn on_sqlite(
     mode: Mode,
     received: &Received<'_>,
     envelope: &Envelope,
-) -> Result<Recorded, DbErr> {
+) -> Result<Step, DbErr> {
     let mut conn = InScript({
         let _waiting = Waiting::start();
         Some(pool.acquire().await.map_err(db_err)?)

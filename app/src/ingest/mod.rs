@@ -31,7 +31,7 @@ pub fn postgres_delivery_statement() -> String {
 use crate::db::Db;
 use crate::envelope::{Envelope, Invalid, Mode};
 use chrono::{DateTime, Utc};
-use connection::On;
+use connection::{On, Step};
 use sea_orm::{ConnectionTrait, DbErr, TransactionTrait};
 use write::ArchiveRow;
 
@@ -130,19 +130,29 @@ pub async fn apply_delivery(
     let attempt = async {
         // Which connection a delivery takes is the pools' difference (`Db::writer`, `Db::warm`),
         // not the statements': those are the same on both (`write`).
-        match (db.backend(), &db.warm) {
+        let step = match (db.backend(), &db.warm) {
             (sea_orm::DatabaseBackend::Postgres, Some(warm)) => {
-                connection::on_postgres(warm, mode, received, envelope).await
+                connection::on_postgres(warm, mode, received, envelope).await?
             }
             (sea_orm::DatabaseBackend::Postgres, None) => {
                 let txn = begin(db).await?;
                 let recorded = apply_in(&txn, mode, received, envelope).await?;
                 txn.commit().await?;
-                Ok(recorded)
+                return Ok(recorded);
             }
             _ => {
                 let pool = db.writer.get_sqlite_connection_pool();
-                connection::on_sqlite(pool, mode, received, envelope).await
+                connection::on_sqlite(pool, mode, received, envelope).await?
+            }
+        };
+        match step {
+            Step::Recorded(recorded) => Ok(recorded),
+            // Rare (a reused identity): the autocommit connection is given back first.
+            Step::Failing(failing) => {
+                let txn = begin(db).await?;
+                let recorded = failing.record_in(&txn, received, envelope).await?;
+                txn.commit().await?;
+                Ok(recorded)
             }
         }
     };
@@ -195,18 +205,22 @@ pub fn refusal(error: &DbErr) -> Option<String> {
     deterministic.then(|| format!("the database refused this delivery: {}", database.message()))
 }
 
-/// Archives a delivery whose body broke the envelope rules (status `failed`, outcome `invalid`).
+/// Archives a delivery whose body broke the envelope rules (status `failed`, outcome `invalid`),
+/// with what it changes of its cause's problem, in one transaction.
 pub async fn record_invalid(
     db: &Db,
     received: &Received<'_>,
     invalid: &Invalid,
 ) -> Result<Recorded, DbErr> {
-    record_invalid_in(&db.writer, received, invalid).await
+    let txn = begin(db).await?;
+    let recorded = record_invalid_in(&txn, received, invalid).await?;
+    txn.commit().await?;
+    Ok(recorded)
 }
 
-/// [`record_invalid`] on a given connection or transaction.
+/// [`record_invalid`] in a caller's transaction.
 pub async fn record_invalid_in<C: ConnectionTrait>(
-    conn: &C,
+    txn: &C,
     received: &Received<'_>,
     invalid: &Invalid,
 ) -> Result<Recorded, DbErr> {
@@ -223,7 +237,7 @@ pub async fn record_invalid_in<C: ConnectionTrait>(
             invalid.event_type.as_deref(),
         ),
     );
-    let archive_id = connection::archive(&mut On::Orm(conn), &row).await?;
+    let archive_id = connection::failure(txn, &row).await?;
     Ok(Recorded {
         archive_id,
         outcome,
@@ -269,5 +283,9 @@ pub async fn apply_in<C: ConnectionTrait>(
     received: &Received<'_>,
     envelope: &Envelope,
 ) -> Result<Recorded, DbErr> {
-    connection::record(&mut On::Orm(txn), mode, received, envelope).await
+    match connection::record(&mut On::Orm(txn), mode, received, envelope).await? {
+        Step::Recorded(recorded) => Ok(recorded),
+        // `record` archives a failure in the transaction it runs in; kept for the type's sake.
+        Step::Failing(failing) => failing.record_in(txn, received, envelope).await,
+    }
 }

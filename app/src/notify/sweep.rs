@@ -10,9 +10,9 @@ use sea_orm::{ConnectionTrait, DbErr};
 const SWEPT_AT_MOST: usize = 1000;
 
 /// Decides every cause whose mark disagrees with its failures, each in a transaction of its
-/// own: open causes marked closed (a process stopped between a failure and its notice) and
-/// causes marked open with no open failure left (purged, or a race the notice lost). Answers
-/// the changes it recorded.
+/// own: causes marked open with no open failure left (their failures purged), and open causes
+/// marked closed (failures restored from the cold archive, or stored by a version before the
+/// marks). Answers the changes it recorded.
 pub async fn sweep(db: &crate::db::Db) -> Result<usize, DbErr> {
     use sea_orm::TransactionTrait;
     let open = crate::db::problems::open_causes(&db.dashboard, SWEPT_AT_MOST).await?;

@@ -457,8 +457,6 @@ async fn ingest(
     {
         state.forward_wake.notify_one();
     }
-    // A failure may open a problem: the notifier decides, outside the delivery's time.
-    state.failed_causes.failed(&source.name, &outcome);
     Ok(Ingested {
         outcome,
         event_id,

@@ -1,8 +1,8 @@
 //! A problem's changes: whether a cause is open, decided under its `problems` row's lock, and
 //! the message it calls for recorded in the same transaction ([`notice`]). One implementation
 //! for every caller: an operator's state (in its transaction), a replay that resolves (in the
-//! replay's), a delivery that failed (right after it, by the notifier), and the notifier's sweep
-//! that finds what a crash or a purge left undecided (`crate::notify::sweep`).
+//! replay's), a delivery that failed (in its own, [`failed`]), and the notifier's sweep that
+//! finds what a purge or a restore left undecided (`crate::notify::sweep`).
 
 use super::covered::{covered, covers_any};
 use crate::db::dialect::Dialect;
@@ -151,6 +151,37 @@ pub async fn notice<C: ConnectionTrait>(
     )
     .await?;
     Ok(Some(event))
+}
+
+/// What a failure of `cause` changes, in the failing delivery's transaction: nothing when the
+/// cause is already marked open or is ignored (checked under a shared lock on its row, so
+/// failures of one open cause never wait for each other, and a change deciding it closed waits
+/// for this delivery, then counts it), else [`notice`] decides under the row's lock.
+pub async fn failed<C: ConnectionTrait>(conn: &C, cause: &Cause) -> Result<(), DbErr> {
+    let (Stage::Ingest(_), Some(class)) = (cause.outcome, cause.class.as_deref()) else {
+        return Ok(());
+    };
+    let dialect = Dialect::of(conn.get_database_backend());
+    let unchanged = conn
+        .query_one_raw(statement(
+            dialect,
+            format!(
+                "SELECT p.id FROM problems p
+                 WHERE p.source = $1 AND p.outcome = $2 AND p.error_class = $3
+                   AND (p.open OR EXISTS (SELECT 1 FROM problem_states s
+                                          WHERE s.source = $1 AND s.outcome = $2
+                                            AND s.error_class = $3 AND s.state = '{ignored}')){share}",
+                ignored = ProblemState::Ignored.as_str(),
+                share = dialect.lock_for_share(),
+            ),
+            key(cause, class),
+        ))
+        .await?
+        .is_some();
+    if !unchanged {
+        notice(conn, cause).await?;
+    }
+    Ok(())
 }
 
 /// The problem as the API shows it, now: its counts and times from its open failures.

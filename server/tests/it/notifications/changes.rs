@@ -93,7 +93,7 @@ async fn changes_within_the_interval_are_folded_into_one_later_message_that_coun
     assert_eq!(status, 200, "{backend:?}: {answer}");
     assert_eq!(answer["changed"], true);
     crm_failures(&app, "f-again", 1).await;
-    wait_for_problem_decided(&app).await;
+    assert_problem_open(&app).await;
     settled(&app.db).await;
     // Both changes wait for the interval (one copy, or one each when the first was handed to
     // the channel before the second came).

@@ -21,6 +21,7 @@ mod changes;
 mod kinds;
 mod mail;
 mod processes;
+mod races;
 
 /// The class of `crm`'s failures while its mapping is broken.
 pub(crate) const MISSING: &str = "snapshot (/data) is missing";
@@ -162,31 +163,37 @@ pub(crate) async fn sends(db: &app::db::Db) -> Vec<(String, i64)> {
     .collect()
 }
 
-/// Sends `n` failing `crm` deliveries and waits until the notifier decided their problem.
+/// Sends `n` failing `crm` deliveries, each answered after its problem's change was recorded.
 pub(crate) async fn failures(app: &TestApp, prefix: &str, n: usize) -> Vec<i64> {
     let ids = crm_failures(app, prefix, n).await;
-    wait_for_problem_decided(app).await;
+    assert_problem_open(app).await;
     ids
 }
 
-/// Waits (at most 20 s) until `crm`'s cause is marked open.
-pub(crate) async fn wait_for_problem_decided(app: &TestApp) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while scalar(
-        &app.db,
-        "SELECT count(*) FROM problems WHERE open AND source = 'crm'",
-        vec![],
-    )
-    .await
-    .unwrap_or(0)
-        == 0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the problem was never decided open"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// `crm`'s cause is marked open, and its `problem.opened` recorded, as soon as a failure is
+/// answered: in the failing delivery's transaction, not later.
+pub(crate) async fn assert_problem_open(app: &TestApp) {
+    assert_eq!(
+        scalar(
+            &app.db,
+            "SELECT count(*) FROM problems WHERE open AND source = 'crm'",
+            vec![],
+        )
+        .await,
+        Some(1),
+        "the failure's answer came before its problem's change"
+    );
+    assert!(
+        scalar(
+            &app.db,
+            "SELECT count(*) FROM notifications WHERE source = 'crm'",
+            vec![],
+        )
+        .await
+        .unwrap_or(0)
+            >= 1,
+        "no change recorded with the failure"
+    );
 }
 
 /// The `crm` delivery of `event_id`, as its sender sends it.

@@ -25,7 +25,7 @@ async fn three_processes_taking_failures_of_one_cause_at_once_send_one_message()
     });
     let statuses = futures::future::join_all(deliveries).await;
     assert!(statuses.iter().all(|s| *s == 422), "{statuses:?}");
-    wait_for_problem_decided(&apps[0]).await;
+    assert_problem_open(&apps[0]).await;
     receiver.wait_for(1).await;
     settled(&apps[0].db).await;
     // A moment for any second message the other processes could send.
