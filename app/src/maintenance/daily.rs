@@ -201,6 +201,23 @@ async fn the_rest(db: &Db, cutoffs: &Cutoffs, retention_days: u32, audit_retenti
             "notifications: purge failed; retrying at the next run"
         ),
     }
+    // A day past the longest retention: the failures of a cause closed before it are gone.
+    let problems_cutoff = cutoffs
+        .own
+        .values()
+        .fold(cutoffs.rest, |oldest, &at| oldest.min(at))
+        - chrono::Duration::days(1);
+    match super::purge::purge_problems(db, problems_cutoff, DEFAULT_BATCH).await {
+        Ok(rows) => tracing::info!(
+            rows,
+            cutoff = %problems_cutoff.to_rfc3339(),
+            "problems: purged the marks of causes closed before every source's retention"
+        ),
+        Err(error) => tracing::warn!(
+            %error,
+            "problems: purge failed; retrying at the next run"
+        ),
+    }
     let audit_cutoff = retention_cutoff(Utc::now(), audit_retention_days);
     match purge_audit(db, audit_cutoff, DEFAULT_BATCH).await {
         Ok(rows) => tracing::info!(

@@ -336,6 +336,32 @@ pub async fn purge_notifications(
     Ok(copies)
 }
 
+/// Deletes the marks (`problems` rows) of causes closed with no change since `older_than` and
+/// given no state by an operator, `batch` per statement; returns how many. A cause closes when
+/// its last open failure is resolved, so every failure of such a cause is older than its close:
+/// past `older_than` (the longest retention), none is kept and nothing lists the cause. One that
+/// fails again gets a new mark, and a new id. So the table holds the causes of the time kept,
+/// whatever the number of causes over the years.
+pub async fn purge_problems(
+    db: &Db,
+    older_than: DateTime<Utc>,
+    batch: usize,
+) -> Result<u64, DbErr> {
+    crate::db::batches::delete_in_batches(
+        db.maintenance(),
+        "DELETE FROM problems WHERE id IN (
+             SELECT p.id FROM problems p
+             WHERE NOT p.open AND p.changed_at < $1
+               AND NOT EXISTS (SELECT 1 FROM problem_states s
+                               WHERE s.source = p.source AND s.outcome = p.outcome
+                                 AND s.error_class = p.error_class)
+             ORDER BY p.id LIMIT $2)",
+        older_than,
+        batch,
+    )
+    .await
+}
+
 /// Deletes the forward deliveries past their source's retention (`cutoffs`, by when they were
 /// created) that are delivered or superseded (their attempts go with them), `batch` per
 /// statement (on PostgreSQL, whole days first: `partitions`); returns how many.

@@ -38,11 +38,14 @@ pub async fn mark<C: ConnectionTrait>(
     lock: bool,
 ) -> Result<Mark, DbErr> {
     let dialect = Dialect::of(conn.get_database_backend());
+    // `changed_at`: when it was made, until its first change (the purge's age of a mark).
+    let mut values = key(cause, class);
+    values.push(crate::clock::now().into());
     conn.execute_raw(statement(
         dialect,
-        "INSERT INTO problems (source, outcome, error_class) VALUES ($1, $2, $3)
+        "INSERT INTO problems (source, outcome, error_class, changed_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (source, outcome, error_class) DO NOTHING",
-        key(cause, class),
+        values,
     ))
     .await?;
     let row = conn

@@ -286,7 +286,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
     }
 
     // The API's heaviest reads, with a valid viewer token: whole pages (500 rows), body
-    // searches, the big deliveries one by one, an object's history; never a 5xx.
+    // searches, the big deliveries one by one, an object's history, every problem; never a 5xx.
     let api_token = app::auth::tokens::add_token(
         &db,
         "flooding-script",
@@ -314,7 +314,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
             let mut pace = hostile_pace();
             while !stop.load(Ordering::Relaxed) {
                 pace.tick().await;
-                let path = match i % 5 {
+                let path = match i % 7 {
                     0 => "/api/v1/events?limit=500".to_string(),
                     1 => format!("/api/v1/events?limit=500&match=%7B%22filler%22%3A%22y{i}%22%7D"),
                     2 => format!("/api/v1/events/{}", 1 + i % 40),
@@ -322,6 +322,8 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
                         "/api/v1/sources/shop/objects/big-{}/revisions?limit=500",
                         i % 40
                     ),
+                    4 => "/api/v1/problems?state=all".to_string(),
+                    5 => "/api/v1/problems?state=open&source=shop".to_string(),
                     _ => "/api/v1/events?limit=500&status=failed&from=2020-01-01".to_string(),
                 };
                 let answer = client

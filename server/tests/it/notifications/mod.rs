@@ -18,6 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod changes;
+mod kept;
 mod kinds;
 mod mail;
 mod processes;
