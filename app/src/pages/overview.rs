@@ -187,7 +187,7 @@ fn FailingChannels(channels: Vec<crate::model::FailingChannel>) -> impl IntoView
                 {channels.into_iter().map(|c| view! {
                     <li data-testid="failing-channel" data-name=c.name.clone()>
                         <strong>{c.name.clone()}</strong> ": " {c.waiting} {if c.waiting == 1 { " message waits" } else { " messages wait" }}
-                        " since " <LocalTime utc=c.since/> "; last answer: "
+                        " since " <LocalTime utc=c.since/> "; last attempt: "
                         <span class="mono">{c.last_error.unwrap_or_default()}</span>
                         ". Try " <span class="mono">{format!("hookbox notify test {}", c.name)}</span> "."
                     </li>
