@@ -356,6 +356,7 @@ event_type = "header:X-Event"
                 body_retention_days: None,
                 mapping: crate::envelope::Mapping::snapshot_envelope(),
                 forward: Vec::new(),
+                routes: Vec::new(),
             };
             let secret = match scheme {
                 Scheme::StandardWebhooks => "whsec_c3RhbmRhcmQtd2ViaG9va3MtdGVzdC1rZXkh",

@@ -57,6 +57,8 @@ pub mod providers;
 #[cfg(feature = "ssr")]
 pub mod request_id;
 #[cfg(feature = "ssr")]
+pub mod routing;
+#[cfg(feature = "ssr")]
 pub mod schemes;
 
 use leptos::prelude::*;

@@ -24,8 +24,8 @@ const APP_LAYERS: &[&[&str]] = &[
         "blocking",
         "clock",
     ],
-    // The domain's pure rules: deliveries, signatures, providers, how JSON is shown.
-    &["envelope", "schemes", "providers", "present"],
+    // The domain's pure rules: deliveries, signatures, providers, how JSON is shown, routes.
+    &["envelope", "schemes", "providers", "present", "routing"],
     // Configuration and the header policy built from it.
     &["config", "headers"],
     // The data layer.

@@ -108,6 +108,9 @@ pub fn summary(config: &Config) -> String {
             channel.min_interval_secs
         ));
     }
+    for route in &config.routes {
+        lines.push(route.to_string());
+    }
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
 

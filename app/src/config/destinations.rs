@@ -48,41 +48,9 @@ pub(super) fn read_destinations(
     env: &dyn Fn(&str) -> Option<String>,
     problems: &mut Problems,
 ) -> Vec<Destination> {
-    let items = match value {
-        None => return Vec::new(),
-        Some(toml::Value::Array(items)) => items,
-        Some(_) => {
-            problems.add(
-                None,
-                Some("destinations"),
-                "must be tables ([[destinations]])",
-            );
-            return Vec::new();
-        }
-    };
-    let mut destinations: Vec<Destination> = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    for (index, item) in items.iter().enumerate() {
-        let Some(table) = item.as_table() else {
-            problems.add(
-                None,
-                Some("destinations"),
-                "must be tables ([[destinations]])",
-            );
-            continue;
-        };
-        let label = match table.get("name").and_then(toml::Value::as_str) {
-            Some(name) => name.to_string(),
-            None => format!("#{}", index + 1),
-        };
-        let prefix = format!("destinations.{label}.");
-        let keys = Keys::new(table, None, &prefix, problems);
-        if let Some(destination) = read_destination(keys, env, &names) {
-            destinations.push(destination);
-        }
-        names.push(label);
-    }
-    destinations
+    super::keys::read_tables(value, "destinations", problems, |keys, earlier| {
+        read_destination(keys, env, earlier)
+    })
 }
 
 fn read_destination(

@@ -23,6 +23,43 @@ fn valid_source_name(name: &str) -> bool {
             .all(|b| allowed(b) || *b == b'_' || *b == b'-')
 }
 
+/// Reads an array of tables (`[[destinations]]`, `[[notifications]]`, `[[routes]]`): each
+/// table's keys named `{top}.{its name, else #N}.key` in messages, given to `read` with the labels
+/// of the tables before it; what `read` answers is kept (`None`: its problems are recorded). A
+/// value that is not an array of tables is one problem.
+pub(super) fn read_tables<T>(
+    value: Option<&toml::Value>,
+    top: &str,
+    problems: &mut Problems,
+    mut read: impl FnMut(Keys<'_>, &[String]) -> Option<T>,
+) -> Vec<T> {
+    let shape = format!("must be tables ([[{top}]])");
+    let items = match value {
+        None => return Vec::new(),
+        Some(toml::Value::Array(items)) => items,
+        Some(_) => {
+            problems.add(None, Some(top), shape);
+            return Vec::new();
+        }
+    };
+    let mut read_items = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let Some(table) = item.as_table() else {
+            problems.add(None, Some(top), shape.clone());
+            continue;
+        };
+        let label = match table.get("name").and_then(toml::Value::as_str) {
+            Some(name) => name.to_string(),
+            None => format!("#{}", index + 1),
+        };
+        let keys = Keys::new(table, None, &format!("{top}.{label}."), problems);
+        read_items.extend(read(keys, &labels));
+        labels.push(label);
+    }
+    read_items
+}
+
 /// The problems found so far in one file.
 pub(super) struct Problems {
     pub(super) file: String,
@@ -88,9 +125,17 @@ impl<'a> Keys<'a> {
 
     /// The table's `name`: required, `[a-z0-9][a-z0-9_-]{0,62}`, not one of `earlier`.
     pub(super) fn name(&mut self, earlier: &[String]) -> Option<String> {
+        let name = self.optional_name(earlier);
+        if name.is_none() && !self.has("name") {
+            self.problem("name", "is required");
+        }
+        name
+    }
+
+    /// The table's `name` when it has one, spelled as [`Keys::name`] has it.
+    pub(super) fn optional_name(&mut self, earlier: &[String]) -> Option<String> {
         let name = self.string("name");
         match &name {
-            None if !self.has("name") => self.problem("name", "is required"),
             Some(name) if !valid_source_name(name) => {
                 self.problem("name", "must match [a-z0-9][a-z0-9_-]{0,62}")
             }

@@ -18,6 +18,7 @@ pub mod destinations;
 mod keys;
 pub mod notifications;
 pub mod proxies;
+pub mod routes;
 mod server;
 pub mod settings;
 mod sources;
@@ -50,6 +51,7 @@ const TOP_KEYS: &[&str] = &[
     "destinations",
     "archive",
     "notifications",
+    "routes",
 ];
 
 #[derive(Debug, Clone)]
@@ -64,6 +66,9 @@ pub struct Config {
     pub archive: Option<archive::ArchiveUrl>,
     /// Who is told of problems (`[[notifications]]`).
     pub notifications: Vec<Channel>,
+    /// Which deliveries of a source a destination is sent besides `forward` (`[[routes]]`),
+    /// in file order.
+    pub routes: Vec<crate::routing::Route>,
 }
 
 impl Config {
@@ -75,11 +80,21 @@ impl Config {
             destinations: Vec::new(),
             archive: None,
             notifications: Vec::new(),
+            routes: Vec::new(),
         }
     }
 
     pub fn source(&self, name: &str) -> Option<&Source> {
         self.sources.iter().find(|s| s.name == name)
+    }
+
+    /// What `source` sends where: its `forward` list and the routes of it, which decide each
+    /// delivery's destinations ([`crate::routing::Plan`]).
+    pub fn plan<'a>(&'a self, source: &'a Source) -> crate::routing::Plan<'a> {
+        crate::routing::Plan {
+            forward: &source.forward,
+            routes: &source.routes,
+        }
     }
 
     /// `HOOKBOX_CONFIG`, else `hookbox.toml` if the working directory has one, else none.
@@ -191,6 +206,20 @@ impl Config {
             &sources,
             &mut problems,
         );
+        let source_names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
+        let routes = routes::read_routes(
+            top.get("routes"),
+            &source_names,
+            &destination_names,
+            &mut problems,
+        );
+        for source in &mut sources {
+            source.routes = routes
+                .iter()
+                .filter(|r| r.source == source.name)
+                .cloned()
+                .collect();
+        }
         if problems.found.is_empty() {
             Ok(Config {
                 path: Some(path.to_path_buf()),
@@ -199,6 +228,7 @@ impl Config {
                 destinations,
                 archive,
                 notifications,
+                routes,
             })
         } else {
             Err(ConfigErrors(problems.found))
@@ -253,3 +283,6 @@ mod tests;
 
 #[cfg(test)]
 mod recipe_tests;
+
+#[cfg(test)]
+mod route_tests;

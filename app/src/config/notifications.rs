@@ -77,41 +77,9 @@ pub(super) fn read_notifications(
     problems: &mut Problems,
 ) -> Vec<Channel> {
     let source_names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
-    let items = match value {
-        None => return Vec::new(),
-        Some(toml::Value::Array(items)) => items,
-        Some(_) => {
-            problems.add(
-                None,
-                Some("notifications"),
-                "must be tables ([[notifications]])",
-            );
-            return Vec::new();
-        }
-    };
-    let mut channels = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    for (index, item) in items.iter().enumerate() {
-        let Some(table) = item.as_table() else {
-            problems.add(
-                None,
-                Some("notifications"),
-                "must be tables ([[notifications]])",
-            );
-            continue;
-        };
-        let label = match table.get("name").and_then(toml::Value::as_str) {
-            Some(name) => name.to_string(),
-            None => format!("#{}", index + 1),
-        };
-        let prefix = format!("notifications.{label}.");
-        let keys = Keys::new(table, None, &prefix, problems);
-        if let Some(channel) = read_channel(keys, env, &names, &source_names) {
-            channels.push(channel);
-        }
-        names.push(label);
-    }
-    channels
+    super::keys::read_tables(value, "notifications", problems, |keys, earlier| {
+        read_channel(keys, env, earlier, &source_names)
+    })
 }
 
 /// The value of the variable `key` names: required, a variable name, set and not empty. The

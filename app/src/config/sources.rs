@@ -73,6 +73,9 @@ pub struct Source {
     pub mapping: Mapping,
     /// The destinations its accepted events are forwarded to (`forward = [...]`).
     pub forward: Vec<String>,
+    /// The routes of this source (`[[routes]]` naming it), in file order: with `forward`, what
+    /// decides each delivery's destinations (`Config::plan`).
+    pub routes: Vec<crate::routing::Route>,
 }
 
 /// One `[[sources]]` table; `None` if it has a problem (recorded in `keys`).
@@ -171,6 +174,7 @@ pub(super) fn read_source(
             body_retention_days,
             mapping,
             forward,
+            routes: Vec::new(),
         }),
         _ => None,
     }

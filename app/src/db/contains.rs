@@ -15,57 +15,13 @@ use super::conditions::{Conditions, QueryError};
 use sea_orm::DatabaseBackend;
 use serde_json::Value as Json;
 
-/// The longest `match` accepted, in bytes.
-pub const MAX_MATCH_BYTES: usize = 4096;
-/// The deepest nesting of a `match`, and the most values it may name.
-const MAX_DEPTH: usize = 8;
-const MAX_VALUES: usize = 64;
+use crate::routing::MAX_DEPTH;
+pub use crate::routing::MAX_MATCH_BYTES;
 
-/// A `match` parameter as a JSON object, or a 400 naming the problem.
+/// A `match` parameter as a JSON object, or a 400 naming the problem
+/// ([`crate::routing::parse_match`]: a route's `match` is held to the same rules).
 pub fn parse_match(text: &str) -> Result<Json, QueryError> {
-    let bad = |why: String| QueryError::BadFilter(format!("match: {why}"));
-    if text.len() > MAX_MATCH_BYTES {
-        return Err(bad(format!("longer than {MAX_MATCH_BYTES} bytes")));
-    }
-    // hookbox's own reader first: it refuses what `jsonb` cannot hold (`\u0000`, lone
-    // surrogates, numbers beyond `numeric` such as `10e-16384`), which PostgreSQL would answer
-    // with an error at `CAST(? AS jsonb)`, so such a `match` is a 400 here, never a failed query.
-    match crate::json::parse(text) {
-        Ok(_) => {}
-        Err(crate::json::JsonError::Syntax { offset, reason }) => {
-            return Err(bad(format!("not JSON: {reason} at byte {offset}")));
-        }
-        Err(crate::json::JsonError::Unsupported { offset, reason }) => {
-            return Err(bad(format!("{reason} at byte {offset}")));
-        }
-    }
-    let value: Json = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    if !value.is_object() {
-        return Err(bad(
-            "must be a JSON object, such as {\"customer\":\"cus_123\"}".into(),
-        ));
-    }
-    let (depth, values) = measure(&value);
-    if depth > MAX_DEPTH {
-        return Err(bad(format!("nested deeper than {MAX_DEPTH} levels")));
-    }
-    if values > MAX_VALUES {
-        return Err(bad(format!("names more than {MAX_VALUES} values")));
-    }
-    Ok(value)
-}
-
-/// (nesting depth, number of values) of a JSON value.
-fn measure(value: &Json) -> (usize, usize) {
-    let children: Vec<&Json> = match value {
-        Json::Object(map) => map.values().collect(),
-        Json::Array(items) => items.iter().collect(),
-        _ => return (0, 1),
-    };
-    children
-        .into_iter()
-        .map(measure)
-        .fold((1, 1), |(d, n), (cd, cn)| (d.max(cd + 1), n + cn))
+    crate::routing::parse_match(text).map_err(|why| QueryError::BadFilter(format!("match: {why}")))
 }
 
 /// Adds the condition "the body contains `value`" (`text` is its JSON as given).
@@ -105,10 +61,15 @@ fn sqlite_contains(c: &mut Conditions, row: &str, value: &Json, aliases: &mut us
             let mut parts = vec![format!("{row}.type = 'object'")];
             for (key, sub) in map {
                 let child = next(aliases);
+                let last = next(aliases);
                 let key = c.param(key.clone());
                 let inner = sqlite_contains(c, &child, sub, aliases);
+                // Of duplicate keys the last counts, as in `jsonb` (json_each's ids follow the
+                // text's order).
                 parts.push(format!(
-                    "EXISTS (SELECT 1 FROM json_each({row}.value) AS {child} WHERE {child}.key = {key} AND {inner})"
+                    "EXISTS (SELECT 1 FROM json_each({row}.value) AS {child} WHERE {child}.key = {key}
+                       AND {child}.id = (SELECT max({last}.id) FROM json_each({row}.value) AS {last} WHERE {last}.key = {key})
+                       AND {inner})"
                 ));
             }
             parts.join(" AND ")

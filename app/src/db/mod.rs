@@ -20,6 +20,7 @@ pub mod open_failures;
 pub mod overview;
 pub mod problems;
 pub mod rejected;
+pub mod routes;
 pub mod search_bounds;
 pub mod sources;
 pub mod support_search;

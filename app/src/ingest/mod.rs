@@ -53,8 +53,9 @@ pub struct Received<'a> {
     /// `Scheme::signs_body_only`): kept in the inbox, so the same signed body under a new
     /// delivery id is recognised as a replay for as long as the inbox remembers the event.
     pub signed_body_digest: Option<[u8; 32]>,
-    /// The destinations an applied or accepted outcome is forwarded to (the source's `forward`):
-    /// one `forward_deliveries` row each, in this transaction.
+    /// The destinations an applied or accepted outcome is forwarded to (the source's `forward`
+    /// and the routes it matches, [`Read::destinations`]): one `forward_deliveries` row each,
+    /// in this transaction.
     pub forward_to: &'a [String],
 }
 
@@ -72,39 +73,81 @@ pub fn payload_text(body_fields: Option<&str>, body: &[u8]) -> String {
 pub const READ_ON_WORKER_BYTES: usize = 64 * 1024;
 
 /// A delivery's body read once: as a form's fields when it is a form ([`crate::envelope::FormRead::of`]), then
-/// through the source's mapping. Off the async workers when the body is large
-/// ([`crate::blocking`]). What ingest and
-/// replay both run; the fields are archived, so no reader after them parses the form again.
-pub async fn read_delivery(
-    mapping: &crate::envelope::Mapping,
+/// through the source's mapping, then by its routes (where a valid delivery goes). Off the async
+/// workers when the body is large ([`crate::blocking`]). What ingest and replay both run; the
+/// fields are archived, so no reader after them parses the form again.
+pub async fn read_delivery<'s>(
+    source: &'s crate::config::Source,
     headers: &http::HeaderMap,
     body: &[u8],
-) -> (crate::envelope::FormRead, Result<Envelope, Invalid>) {
-    fn read(
+) -> Read<'s> {
+    fn read<'s>(
+        plan: crate::routing::Plan<'s>,
         mapping: &crate::envelope::Mapping,
         headers: &http::HeaderMap,
         body: &[u8],
-    ) -> (crate::envelope::FormRead, Result<Envelope, Invalid>) {
+    ) -> Read<'s> {
         let form = crate::envelope::FormRead::of(headers, body);
         let parsed = crate::envelope::parse_envelope_as(mapping, headers, body, &form);
-        (form, parsed)
+        let destinations = match &parsed {
+            Ok(envelope) => plan.destinations(&crate::routing::Delivery {
+                event_type: envelope.event_type.as_deref(),
+                body_fields: form.fields(),
+                body,
+            }),
+            Err(_) => std::borrow::Cow::Borrowed(&[][..]),
+        };
+        Read {
+            form,
+            parsed,
+            destinations,
+        }
     }
+    let plan = crate::routing::Plan {
+        forward: &source.forward,
+        routes: &source.routes,
+    };
     if body.len() <= READ_ON_WORKER_BYTES {
-        return read(mapping, headers, body);
+        return read(plan, &source.mapping, headers, body);
     }
-    let (mapping, headers, body) = (mapping.clone(), headers.clone(), body.to_vec());
-    crate::blocking::run(move || read(&mapping, &headers, &body))
-        .await
-        .unwrap_or_else(|| {
-            let invalid = Invalid {
-                kind: crate::envelope::InvalidKind::Unreadable,
-                reason: "the body could not be read".into(),
-                event_id: None,
-                object_id: None,
-                event_type: None,
-            };
-            (crate::envelope::FormRead::NotForm, Err(invalid))
-        })
+    let (mapping, headers, body) = (source.mapping.clone(), headers.clone(), body.to_vec());
+    let (forward, routes) = (source.forward.clone(), source.routes.clone());
+    crate::blocking::run(move || {
+        let plan = crate::routing::Plan {
+            forward: &forward,
+            routes: &routes,
+        };
+        let read = read(plan, &mapping, &headers, &body);
+        Read {
+            destinations: std::borrow::Cow::Owned(read.destinations.into_owned()),
+            form: read.form,
+            parsed: read.parsed,
+        }
+    })
+    .await
+    .unwrap_or_else(|| {
+        let invalid = Invalid {
+            kind: crate::envelope::InvalidKind::Unreadable,
+            reason: "the body could not be read".into(),
+            event_id: None,
+            object_id: None,
+            event_type: None,
+        };
+        Read {
+            form: crate::envelope::FormRead::NotForm,
+            parsed: Err(invalid),
+            destinations: std::borrow::Cow::Borrowed(&[][..]),
+        }
+    })
+}
+
+/// A delivery read by [`read_delivery`].
+pub struct Read<'s> {
+    pub form: crate::envelope::FormRead,
+    pub parsed: Result<Envelope, Invalid>,
+    /// Where a valid delivery goes if it applies or is accepted: the source's `forward` and the
+    /// destinations of its routes it matches, each once ([`crate::routing::Plan`]).
+    pub destinations: std::borrow::Cow<'s, [String]>,
 }
 
 /// The SHA-256 of a body, for [`Received::signed_body_digest`].

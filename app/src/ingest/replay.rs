@@ -133,19 +133,19 @@ async fn replay_in(
         .source(&stored.row.source)
         .ok_or_else(|| ReplayError::UnknownSource(stored.row.source.clone()))?;
     let headers = header_map(&stored.headers_json);
-    let (form, parsed) = read_delivery(&source.mapping, &headers, &stored.body).await;
+    let read = read_delivery(source, &headers, &stored.body).await;
     let received = Received {
         source: &source.name,
         headers_json: &stored.headers_json,
         body: &stored.body,
-        body_fields: form.into_fields(),
+        body_fields: read.form.into_fields(),
         received_at: chrono::Utc::now(),
         replay_of: Some(stored.row.id),
         replayed_by: Some(operator),
         signed_body_digest: source.auth().replay_digest(&headers, &stored.body),
-        forward_to: &source.forward,
+        forward_to: &read.destinations[..],
     };
-    let recorded = match parsed {
+    let recorded = match read.parsed {
         Ok(envelope) => apply_in(txn, source.mapping.mode, &received, &envelope).await?,
         Err(invalid) => record_invalid_in(txn, &received, &invalid).await?,
     };

@@ -59,7 +59,7 @@ impl<'a> Node<'a> {
     }
 }
 
-fn canonical_number(text: &str) -> String {
+pub(crate) fn canonical_number(text: &str) -> String {
     match decimal(text) {
         Some(d) if d.digits == "0" => "0".to_string(),
         Some(d) => format!(

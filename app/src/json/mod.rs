@@ -16,7 +16,7 @@
 
 mod canonical;
 
-pub(crate) use canonical::write_string;
+pub(crate) use canonical::{canonical_number, write_string};
 mod number;
 mod parser;
 

@@ -8,6 +8,7 @@ mod find;
 mod keeping;
 mod notifications;
 mod problems;
+mod routes;
 mod sources;
 pub use answer::*;
 pub use charts::*;
@@ -16,6 +17,7 @@ pub use find::*;
 pub use keeping::*;
 pub use notifications::*;
 pub use problems::*;
+pub use routes::*;
 pub use sources::*;
 
 use serde::{Deserialize, Serialize};
@@ -235,6 +237,10 @@ pub struct EventDetail {
     pub body_expired: Option<BodyExpired>,
     /// Every delivery of the same event (retries, replays), oldest first.
     pub related: Vec<EventRow>,
+    /// Each destination of its source (`forward` and routes), whether it was sent this
+    /// delivery, and why.
+    #[serde(default)]
+    pub destinations: Vec<DestinationVerdict>,
     /// Fields of the body to search by: (a JSON pointer, the `match` object finding its value).
     pub searchable: Vec<(String, String)>,
     /// A shell command that sends this delivery again to this hookbox, the body exact and the

@@ -177,6 +177,23 @@ pub async fn get_event(
         None => Vec::new(),
     };
     let forwarded = crate::db::destinations::produced_by(&db, &[id]).await?;
+    let config = guard::config()?;
+    let destinations = match config.source(&stored.row.source) {
+        Some(source) if stored.expired.is_none() => {
+            let sent_to: Vec<String> = forwarded.iter().map(|f| f.destination.clone()).collect();
+            crate::db::routes::verdicts(
+                config.plan(source),
+                stored.row.outcome,
+                &crate::routing::Delivery {
+                    event_type: stored.row.event_type.as_deref(),
+                    body_fields: stored.body_fields.as_deref(),
+                    body: &stored.body,
+                },
+                &sent_to,
+            )
+        }
+        _ => Vec::new(),
+    };
     let revision_holder = match (&stored.row.object_id, stored.row.revision) {
         (Some(object_id), Some(revision))
             if stored.row.outcome == crate::model::OutcomeKind::ReusedRevision =>
@@ -186,6 +203,7 @@ pub async fn get_event(
         _ => None,
     };
     Ok(EventDetail {
+        destinations,
         revision_holder,
         forwarded,
         searchable,
@@ -387,7 +405,31 @@ fn EventBody(
                 <ForwardList rows=d.forwarded.clone() can_act=d.can_replay retry=d.can_replay.then_some(retry) resend/>
             </section>
         })}
+        {(!d.destinations.is_empty()).then(|| view! { <Destinations verdicts=d.destinations.clone()/> })}
         <Related related=d.related/>
+    }
+}
+
+/// Each destination of the delivery's source: sent or not, and why (the route that matched, or
+/// the condition each route failed).
+#[component]
+fn Destinations(verdicts: Vec<crate::model::DestinationVerdict>) -> impl IntoView {
+    view! {
+        <section class="panel" data-testid="destinations">
+            <h2>"Destinations"</h2>
+            <table class="data">
+                <thead><tr><th>"Destination"</th><th>"Sent"</th><th>"Why"</th></tr></thead>
+                <tbody>
+                    {verdicts.into_iter().map(|v| view! {
+                        <tr data-testid="destination-verdict" data-destination=v.destination.clone() data-sent=v.sent.to_string()>
+                            <td><a href=format!("/destinations/{}", urlencode(&v.destination))>{v.destination.clone()}</a></td>
+                            <td>{if v.sent { "sent" } else { "not sent" }}</td>
+                            <td>{v.why}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
     }
 }
 

@@ -11,6 +11,8 @@ use crate::error::DashboardError;
 use crate::model::{Silence, SourceHealth, SourceSummary, SourcesPage as Sources};
 use leptos::prelude::*;
 
+mod routes;
+
 #[server(endpoint = "sources")]
 pub async fn list_sources() -> Result<Sources, DashboardError> {
     use crate::guard;
@@ -83,6 +85,7 @@ pub fn SourcesPage() -> impl IntoView {
                     </div>
                 }.into_any()
             }/>
+            <routes::RoutesSection/>
         </main>
     }
 }

@@ -5,7 +5,6 @@ use super::doc::page;
 use super::extract::{Query, Viewer, limit};
 use super::{ApiError, Event};
 use crate::AppState;
-use app::db::search_bounds::SearchError;
 use app::model::EventFilter;
 use axum::Json;
 use axum::extract::State;
@@ -84,12 +83,7 @@ pub(super) async fn list(
         &caller.actor,
         std::time::Duration::from_secs(state.config.server.request_timeout_secs),
     )
-    .await
-    .map_err(|e| match e {
-        SearchError::Query(e) => ApiError::from(e),
-        SearchError::Busy(why) => ApiError::Busy(why),
-        timed_out @ SearchError::TimedOut(_) => ApiError::TimedOut(timed_out.to_string()),
-    })?;
+    .await?;
     Ok(Json(EventPage {
         data: page.rows.iter().map(Event::from).collect(),
         next_cursor: page.next_cursor,

@@ -22,6 +22,7 @@ pub mod problem;
 mod problems;
 mod reads;
 mod replay;
+mod routes;
 
 use crate::AppState;
 use crate::request_id::RequestId;
@@ -61,6 +62,8 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(destinations::retry_dead))
         .routes(routes!(destinations::pause))
         .routes(routes!(destinations::resume))
+        .routes(routes!(routes::list))
+        .routes(routes!(routes::preview))
         .routes(routes!(operators::rejected))
         .routes(routes!(operators::audit))
         .routes(routes!(problems::list))

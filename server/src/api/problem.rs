@@ -254,3 +254,16 @@ impl From<app::db::destinations::RetryError> for ApiError {
         }
     }
 }
+
+/// A body search (or a route's preview) that could not run: a bad filter 400, busy 429, past its
+/// deadline 408.
+impl From<app::db::search_bounds::SearchError> for ApiError {
+    fn from(e: app::db::search_bounds::SearchError) -> ApiError {
+        use app::db::search_bounds::SearchError;
+        match e {
+            SearchError::Query(e) => ApiError::from(e),
+            SearchError::Busy(why) => ApiError::Busy(why),
+            timed_out @ SearchError::TimedOut(_) => ApiError::TimedOut(timed_out.to_string()),
+        }
+    }
+}

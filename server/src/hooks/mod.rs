@@ -399,7 +399,7 @@ struct Ingested {
 }
 
 /// Records the delivery in one transaction, timed and counted; the database failing is a 503.
-/// A recorded new event wakes the forwarder when the source forwards.
+/// A recorded new event wakes the forwarder when it was forwarded somewhere.
 async fn ingest(
     state: &AppState,
     source: &Source,
@@ -410,8 +410,15 @@ async fn ingest(
     request_id: RequestId,
 ) -> Result<Ingested, Refusal> {
     let headers_json = archived_headers(headers, source);
-    let (form, parsed) = read_delivery(&source.mapping, headers, body).await;
-    let received = received(source, &headers_json, body, signed, form, now);
+    let read = read_delivery(source, headers, body).await;
+    let received = received(
+        source,
+        &headers_json,
+        body,
+        signed,
+        (read.form, &read.destinations[..]),
+        now,
+    );
     let fallback;
     let source_metrics = match state.delivery_metrics.get(&source.name) {
         Some(m) => m,
@@ -421,7 +428,7 @@ async fn ingest(
         }
     };
     let started = std::time::Instant::now();
-    let (recorded, event_id, invalid_status) = record(state, source, parsed, &received).await;
+    let (recorded, event_id, invalid_status) = record(state, source, read.parsed, &received).await;
     source_metrics
         .transaction()
         .record(started.elapsed().as_secs_f64());
@@ -453,7 +460,8 @@ async fn ingest(
         archive_id,
         "delivery recorded"
     );
-    if !source.forward.is_empty() && matches!(outcome, Outcome::Applied { .. } | Outcome::Accepted)
+    if !received.forward_to.is_empty()
+        && matches!(outcome, Outcome::Applied { .. } | Outcome::Accepted)
     {
         state.forward_wake.notify_one();
     }
@@ -464,13 +472,13 @@ async fn ingest(
     })
 }
 
-/// The delivery as ingest takes it: not a replay, for the source's destinations.
+/// The delivery as ingest takes it: not a replay, for the destinations its read chose.
 fn received<'a>(
     source: &'a Source,
     headers_json: &'a str,
     body: &'a Bytes,
     signed: Signed,
-    form: FormRead,
+    (form, destinations): (FormRead, &'a [String]),
     now: DateTime<Utc>,
 ) -> Received<'a> {
     Received {
@@ -482,7 +490,7 @@ fn received<'a>(
         replay_of: None,
         replayed_by: None,
         signed_body_digest: signed,
-        forward_to: &source.forward,
+        forward_to: destinations,
     }
 }
 

@@ -343,3 +343,72 @@ fn a_url_s_credentials_and_password_parameters_are_never_printed() {
     assert!(!stderr.contains("s3cret"), "{stderr}");
     assert!(!text(&bad_database.stdout).contains("s3cret"));
 }
+
+#[test]
+fn routes_are_listed_and_a_bad_one_is_named() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = dir.path().join("hookbox.toml");
+    let head = r#"
+[[destinations]]
+name = "billing"
+url = "http://127.0.0.1:9000/billing"
+secret_env = "BILLING_SECRET"
+
+[[sources]]
+name = "orders"
+scheme = "hmac-sha256"
+secrets_env = ["ORDERS_SECRET"]
+"#;
+    let vars = [
+        ("ORDERS_SECRET", ORDERS_SECRET),
+        ("BILLING_SECRET", "whsec_ZGVzdGluYXRpb24ta2V5"),
+    ];
+    std::fs::write(
+        &file,
+        format!(
+            r#"{head}
+[[routes]]
+name = "paid-orders"
+source = "orders"
+destination = "billing"
+event_types = ["order.*"]
+match = {{ snapshot = {{ status = "paid" }} }}
+"#
+        ),
+    )
+    .expect("write the config");
+    let output = check_config(dir.path(), None, &vars);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains(
+            "route paid-orders: orders → billing, event types order.*, match {\"snapshot\":{\"status\":\"paid\"}}\n"
+        ),
+        "{}",
+        text(&output.stdout)
+    );
+
+    std::fs::write(
+        &file,
+        format!(
+            r#"{head}
+[[routes]]
+name = "paid-orders"
+source = "orders"
+destination = "biling"
+event_types = ["order.{{paid,shipped}}"]
+match = "status=paid"
+"#
+        ),
+    )
+    .expect("write the config");
+    let output = check_config(dir.path(), None, &vars);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "hookbox.toml: routes.paid-orders.destination: unknown destination \"biling\" (declared: billing)
+hookbox.toml: routes.paid-orders.event_types: glob \"order.{paid,shipped}\" holds '{': only * is a wildcard (any run of characters, dots too)
+hookbox.toml: routes.paid-orders.match: not JSON: unexpected character at byte 0
+hookbox: hookbox.toml has 3 problems
+"
+    );
+}

@@ -36,6 +36,7 @@ mod providers;
 mod rejected_log;
 mod rejections;
 mod resend;
+mod routes;
 mod sign_in;
 mod sources;
 mod support_search;

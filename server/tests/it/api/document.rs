@@ -45,6 +45,7 @@ async fn the_document_is_served_without_a_token_and_names_every_operation() {
             "GET /api/v1/feed/consumers/{name}/items",
             "GET /api/v1/problems",
             "GET /api/v1/rejected",
+            "GET /api/v1/routes",
             "GET /api/v1/sources",
             "GET /api/v1/sources/{source}/objects/{object_id}",
             "GET /api/v1/sources/{source}/objects/{object_id}/revisions",
@@ -57,6 +58,7 @@ async fn the_document_is_served_without_a_token_and_names_every_operation() {
             "POST /api/v1/feed/consumers/{name}/commit",
             "POST /api/v1/feed/consumers/{name}/seek",
             "POST /api/v1/problems/{id}/state",
+            "POST /api/v1/routes/preview",
             "PUT /api/v1/feed/consumers/{name}",
         ]
     );

@@ -72,6 +72,20 @@ public_keys_env = ["STDWH_PUBLIC_KEY"]
 [[sources]]
 name = "asana"
 preset = "asana"
+
+# A route evaluated on every paced delivery (it reads each body and matches none), and previewed
+# by the flooding viewer on /sources and through the API.
+[[destinations]]
+name = "billing"
+url = "http://127.0.0.1:9/billing"
+secret_env = "DESTINATION_SECRET"
+
+[[routes]]
+name = "never"
+source = "shop"
+destination = "billing"
+event_types = ["*"]
+match = { snapshot = { status = "never" } }
 "#;
 
 /// A v1a key (Ed25519) of the Standard Webhooks vectors.
@@ -91,6 +105,7 @@ async fn start(database_url: &str) -> Binary {
             ("HOOKBOX_ADMIN_PASSWORD", ADMIN_PASSWORD),
             ("HOOKBOX_TRUSTED_PROXIES", "127.0.0.1/32"),
             ("STDWH_PUBLIC_KEY", STDWH_PUBLIC_KEY),
+            ("DESTINATION_SECRET", DESTINATION_SECRET),
             ("RUST_LOG", "warn"),
         ],
     )
@@ -253,7 +268,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
             let mut pace = hostile_pace();
             while !stop.load(Ordering::Relaxed) {
                 pace.tick().await;
-                let (endpoint, args): (&str, Vec<(&str, String)>) = match i % 8 {
+                let (endpoint, args): (&str, Vec<(&str, String)>) = match i % 9 {
                     0 => ("find", vec![("q", format!("x{}", "x".repeat(150)))]),
                     1 => ("find", vec![("q", format!("order-{}", i % 997))]),
                     2 => ("problems", vec![]),
@@ -262,6 +277,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
                     // The resolved causes, and a big delivery's body as its copy button fetches it.
                     5 => ("problems_settled", vec![("page", (i % 3).to_string())]),
                     6 => ("event_source", vec![("id", (1 + i % 40).to_string())]),
+                    7 => ("route_previews", vec![]),
                     _ => (
                         "destination_series",
                         vec![("name", format!("d-{task}-{i}"))],
@@ -286,7 +302,8 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
     }
 
     // The API's heaviest reads, with a valid viewer token: whole pages (500 rows), body
-    // searches, the big deliveries one by one, an object's history, every problem; never a 5xx.
+    // searches, the big deliveries one by one, an object's history, every problem, a route's
+    // preview over the newest 10,000 deliveries; never a 5xx.
     let api_token = app::auth::tokens::add_token(
         &db,
         "flooding-script",
@@ -314,7 +331,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
             let mut pace = hostile_pace();
             while !stop.load(Ordering::Relaxed) {
                 pace.tick().await;
-                let path = match i % 7 {
+                let path = match i % 8 {
                     0 => "/api/v1/events?limit=500".to_string(),
                     1 => format!("/api/v1/events?limit=500&match=%7B%22filler%22%3A%22y{i}%22%7D"),
                     2 => format!("/api/v1/events/{}", 1 + i % 40),
@@ -324,10 +341,23 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
                     ),
                     4 => "/api/v1/problems?state=all".to_string(),
                     5 => "/api/v1/problems?state=open&source=shop".to_string(),
+                    6 => "/api/v1/routes/preview".to_string(),
                     _ => "/api/v1/events?limit=500&status=failed&from=2020-01-01".to_string(),
                 };
-                let answer = client
-                    .get(format!("http://{addr}{path}"))
+                let request = if path.ends_with("/preview") {
+                    let body = serde_json::json!({
+                        "source": "shop",
+                        "match": {"snapshot": {"n": i}},
+                        "limit": 10000
+                    });
+                    client
+                        .post(format!("http://{addr}{path}"))
+                        .header("content-type", "application/json")
+                        .body(body.to_string())
+                } else {
+                    client.get(format!("http://{addr}{path}"))
+                };
+                let answer = request
                     .bearer_auth(&token)
                     .header("X-Forwarded-For", FLOODER)
                     .send()
