@@ -206,20 +206,12 @@ impl Config {
             &sources,
             &mut problems,
         );
-        let source_names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
         let routes = routes::read_routes(
             top.get("routes"),
-            &source_names,
+            &mut sources,
             &destination_names,
             &mut problems,
         );
-        for source in &mut sources {
-            source.routes = routes
-                .iter()
-                .filter(|r| r.source == source.name)
-                .cloned()
-                .collect();
-        }
         if problems.found.is_empty() {
             Ok(Config {
                 path: Some(path.to_path_buf()),

@@ -11,18 +11,28 @@ const ROUTE_KEYS: &[&str] = &["name", "source", "destination", "event_types", "m
 /// The most routes a file may declare: each is evaluated on every delivery of its source.
 pub const MAX_ROUTES: usize = 1000;
 
-/// Reads `[[routes]]` against the sources and destinations read before them.
+/// Reads `[[routes]]` against the sources and destinations read before them, and gives each
+/// source its own routes (`Source::routes`, in file order).
 pub(super) fn read_routes(
     value: Option<&toml::Value>,
-    sources: &[&str],
+    sources: &mut [super::Source],
     destinations: &[&str],
     problems: &mut Problems,
 ) -> Vec<Route> {
+    let names: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut place = 0;
     let routes = super::keys::read_tables(value, "routes", problems, |keys, earlier| {
         place += 1;
-        read_route(keys, place, earlier, sources, destinations)
+        read_route(keys, place, earlier, &names, destinations)
     });
+    for source in sources.iter_mut() {
+        source.routes = routes
+            .iter()
+            .filter(|r| r.source == source.name)
+            .cloned()
+            .collect();
+    }
     if routes.len() > MAX_ROUTES {
         problems.add(
             None,

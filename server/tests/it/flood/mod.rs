@@ -20,6 +20,7 @@
 //! those kinds, to find which one costs the deliveries what.
 
 mod client;
+mod config;
 mod feed;
 mod forged;
 mod forms;
@@ -28,65 +29,13 @@ mod storm;
 pub(super) use client::hostile_pace;
 use client::sign_in;
 
+use config::CONFIG;
 use forged::forged_delivery;
 
 use crate::support::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-const CONFIG: &str = r#"
-[server]
-public_url = "https://hooks.example.com"
-
-[[sources]]
-name = "shop"
-scheme = "hmac-sha256"
-secrets_env = ["SHOP_SECRET"]
-
-[[sources]]
-name = "lemon"
-preset = "lemonsqueezy"
-secrets_env = ["SHOP_SECRET"]
-
-[[sources]]
-name = "twilio"
-preset = "twilio"
-secrets_env = ["SHOP_SECRET"]
-
-[[sources]]
-name = "github"
-preset = "github"
-secrets_env = ["SHOP_SECRET"]
-
-[[sources]]
-name = "mailgun"
-preset = "mailgun"
-secrets_env = ["SHOP_SECRET"]
-
-[[sources]]
-name = "stdwh"
-scheme = "standard-webhooks"
-public_keys_env = ["STDWH_PUBLIC_KEY"]
-
-[[sources]]
-name = "asana"
-preset = "asana"
-
-# A route evaluated on every paced delivery (it reads each body and matches none), and previewed
-# by the flooding viewer on /sources and through the API.
-[[destinations]]
-name = "billing"
-url = "http://127.0.0.1:9/billing"
-secret_env = "DESTINATION_SECRET"
-
-[[routes]]
-name = "never"
-source = "shop"
-destination = "billing"
-event_types = ["*"]
-match = { snapshot = { status = "never" } }
-"#;
 
 /// A v1a key (Ed25519) of the Standard Webhooks vectors.
 const STDWH_PUBLIC_KEY: &str = "whpk_Wt+q6hwenv+i22xieiDnqkg+I5QIzC3v45i9fjjGJFs=";
