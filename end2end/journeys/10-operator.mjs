@@ -89,6 +89,8 @@ export default function ({ test, assert, base, sendExpectingFailure, signIn, hyd
     assert.match(await page.getByTestId('resolved-by').innerText(), /Resolved by replay #\d+/);
     await page.getByTestId('resolved-by').getByRole('link').click();
     await hydrated(page);
+    // The link navigates in the page: the replay's fields replace the failure's once loaded.
+    await page.locator('dl.fields', { hasText: 'Replay of' }).waitFor();
     assert.match(await page.locator('dl.fields').innerText(), /Replay of\s+delivery \d+ by admin/);
 
     assert.equal(await openFailures(page), before - 3, 'the overview\'s open failures went down by three');

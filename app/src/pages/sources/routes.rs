@@ -5,14 +5,14 @@
 
 use crate::components::Loaded;
 use crate::error::DashboardError;
-use crate::model::{PANEL_PREVIEW, RouteInfo, RoutePreview, RoutesPanel};
+use crate::model::{RouteInfo, RoutePreview, RoutesPanel};
 use leptos::prelude::*;
 
 #[server(endpoint = "route_previews")]
 pub async fn route_previews() -> Result<RoutesPanel, DashboardError> {
     use crate::db::search_bounds::{SearchError, search_deadline};
     use crate::guard;
-    use crate::model::PANEL_PREVIEWS;
+    use crate::model::{PANEL_PREVIEW, PANEL_PREVIEWS};
     let user = guard::require(crate::model::Role::Viewer).await?;
     let config = guard::config()?;
     let routes = &config.routes;
@@ -70,7 +70,7 @@ pub fn RoutesSection() -> impl IntoView {
                     <p class="muted">
                         "Besides what a source's " <code>"forward"</code> " sends everywhere, each route sends a destination the "
                         "deliveries that match it. The preview counts what each would match among its source's last "
-                        {PANEL_PREVIEW} " deliveries that applied or were accepted."
+                        "1,000 deliveries that applied or were accepted."
                     </p>
                     {panel.note.map(|note| view! { <p class="muted" data-testid="routes-note">{note}</p> })}
                     <table class="data">
