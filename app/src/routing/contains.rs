@@ -57,9 +57,48 @@ fn measure(value: &Json) -> (usize, usize) {
         .fold((1, 1), |(d, n), (cd, cn)| (d.max(cd + 1), n + cn))
 }
 
-/// Whether `doc` contains `pattern`.
+/// Whether `doc` contains `pattern`: what ingest asks, so nothing is built on the way (where it
+/// fails is [`unmet`]'s).
 pub fn contains(doc: &Node<'_>, pattern: &Json) -> bool {
-    unmet(doc, pattern).is_none()
+    holds(&doc.value, pattern)
+}
+
+fn holds(value: &Value<'_>, pattern: &Json) -> bool {
+    match pattern {
+        Json::Object(wanted) => {
+            let Value::Object(members) = value else {
+                return false;
+            };
+            wanted.iter().all(|(key, sub)| {
+                members
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == key)
+                    .is_some_and(|(_, node)| holds(&node.value, sub))
+            })
+        }
+        Json::Array(wanted) => {
+            let Value::Array(items) = value else {
+                return false;
+            };
+            wanted
+                .iter()
+                .all(|w| items.iter().any(|item| holds(&item.value, w)))
+        }
+        scalar => scalar_equal(value, scalar),
+    }
+}
+
+/// A scalar of the pattern against a value: by type and value, numbers by value.
+fn scalar_equal(value: &Value<'_>, scalar: &Json) -> bool {
+    match scalar {
+        Json::String(s) => matches!(value, Value::String(t) if t == s),
+        Json::Number(n) => matches!(value, Value::Number(text)
+            if crate::json::canonical_number(text) == crate::json::canonical_number(&n.to_string())),
+        Json::Bool(b) => matches!(value, Value::Bool(v) if v == b),
+        Json::Null => matches!(value, Value::Null),
+        Json::Object(_) | Json::Array(_) => false,
+    }
 }
 
 /// Where `doc` first fails to contain `pattern`: the JSON pointer of the place, and what was
@@ -139,11 +178,7 @@ fn walk(value: &Value<'_>, pattern: &Json, path: &mut String) -> bool {
                     .any(|item| walk(&item.value, w, &mut String::new()))
             })
         }
-        Json::String(s) => matches!(value, Value::String(t) if t == s),
-        Json::Number(n) => matches!(value, Value::Number(text)
-            if crate::json::canonical_number(text) == crate::json::canonical_number(&n.to_string())),
-        Json::Bool(b) => matches!(value, Value::Bool(v) if v == b),
-        Json::Null => matches!(value, Value::Null),
+        scalar => scalar_equal(value, scalar),
     }
 }
 

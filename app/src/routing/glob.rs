@@ -4,9 +4,12 @@
 /// The longest glob, in bytes.
 pub const MAX_GLOB_BYTES: usize = 256;
 
-/// A checked glob.
+/// A checked glob, with its pieces between the stars (split once, at start-up).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Glob(String);
+pub struct Glob {
+    text: String,
+    pieces: Vec<String>,
+}
 
 /// Why a glob is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,21 +51,23 @@ impl Glob {
         {
             return Err(GlobError::Character(c));
         }
-        Ok(Glob(text.to_string()))
+        Ok(Glob {
+            text: text.to_string(),
+            pieces: text.split('*').map(str::to_string).collect(),
+        })
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// Whether `text`, whole, matches: the pieces between the stars in order, the first at the
     /// start and the last at the end. Linear in `text` for each piece.
     pub fn matches(&self, text: &str) -> bool {
-        let pieces: Vec<&str> = self.0.split('*').collect();
-        let (first, rest) = pieces
-            .split_first()
-            .expect("split yields one piece at least");
-        let Some(mut left) = text.strip_prefix(first) else {
+        let Some((first, rest)) = self.pieces.split_first() else {
+            return false;
+        };
+        let Some(mut left) = text.strip_prefix(first.as_str()) else {
             return false;
         };
         let Some((last, middle)) = rest.split_last() else {
@@ -70,11 +75,11 @@ impl Glob {
             return left.is_empty();
         };
         for piece in middle {
-            match left.find(piece) {
+            match left.find(piece.as_str()) {
                 Some(at) => left = &left[at + piece.len()..],
                 None => return false,
             }
         }
-        left.ends_with(last)
+        left.ends_with(last.as_str())
     }
 }

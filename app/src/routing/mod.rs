@@ -83,6 +83,21 @@ impl Conditions {
         }
     }
 
+    /// Whether a delivery meets every condition: [`Conditions::check`] without the words, what
+    /// ingest asks of each route.
+    pub fn holds(&self, event_type: Option<&str>, doc: Option<&Node<'_>>) -> bool {
+        if let Some(globs) = &self.event_types
+            && !event_type.is_some_and(|t| globs.iter().any(|g| g.matches(t)))
+        {
+            return false;
+        }
+        match (&self.matches, doc) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(pattern), Some(doc)) => contains(doc, pattern),
+        }
+    }
+
     /// [`Conditions::check`] on a delivery, its JSON read only when a `match` asks for it.
     pub fn check_delivery(&self, delivery: &Delivery<'_>) -> Result<(), Unmet> {
         let text = self.reads_body().then(|| delivery.json_text()).flatten();
@@ -245,19 +260,34 @@ impl<'a> Plan<'a> {
         verdicts
     }
 
-    /// The destinations `delivery` is sent to. A source without routes costs nothing more than
-    /// its `forward` list.
+    /// The destinations `delivery` is sent to: those [`Plan::verdicts`] sends, decided without
+    /// words. A source without routes costs nothing more than its `forward` list; the JSON is
+    /// parsed once, and only when a route still to decide has a `match`.
     pub fn destinations(&self, delivery: &Delivery<'_>) -> std::borrow::Cow<'a, [String]> {
         if self.routes.is_empty() {
             return std::borrow::Cow::Borrowed(self.forward);
         }
-        std::borrow::Cow::Owned(
-            self.verdicts(delivery)
-                .into_iter()
-                .filter(|(_, v)| v.sends())
-                .map(|(d, _)| d)
-                .collect(),
-        )
+        let mut chosen: Vec<String> = self.forward.to_vec();
+        let mut doc: Option<Option<Node<'_>>> = None;
+        for route in self.routes {
+            if chosen.contains(&route.destination) {
+                continue;
+            }
+            let parsed = if route.conditions.reads_body() {
+                doc.get_or_insert_with(|| {
+                    delivery
+                        .json_text()
+                        .and_then(|t| crate::json::parse(t).ok())
+                })
+                .as_ref()
+            } else {
+                None
+            };
+            if route.conditions.holds(delivery.event_type, parsed) {
+                chosen.push(route.destination.clone());
+            }
+        }
+        std::borrow::Cow::Owned(chosen)
     }
 }
 
