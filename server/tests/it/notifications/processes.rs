@@ -71,8 +71,22 @@ async fn a_change_recorded_by_a_process_killed_before_its_message_was_taken_is_s
     .await
     .expect("an answer");
     assert_eq!(answer.0, 422, "{answer:?}");
-    // The change is recorded and its message was not taken (the channel answers 500).
+    // The change is recorded and its message was not taken (the channel answers 500, and the
+    // refusal is recorded: a process killed while its attempt is in flight keeps the message
+    // leased to it for a minute, longer than this test waits).
     receiver.wait_for(1).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while count(
+        &db,
+        "SELECT count(*) FROM notification_sends
+         WHERE status = 'pending' AND attempts = 1 AND lease_until IS NULL",
+    )
+    .await
+        != 1
+    {
+        assert!(Instant::now() < deadline, "the refusal never recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     first.child.kill().expect("kill -9");
     first.child.wait().expect("reaped");
     let tried = receiver.got().len();
