@@ -84,7 +84,8 @@ async fn read_and_decide(
         after = Some((last.received_at, last.id));
         let full = rows.len() as u32 == want;
         let conditions = conditions.clone();
-        let decided = crate::blocking::run(move || decide(&conditions, rows))
+        let words = EXAMPLES - preview.unmatched_examples.len();
+        let decided = crate::blocking::run(move || decide(&conditions, rows, words))
             .await
             .ok_or_else(|| DbErr::Custom("the preview's work failed".into()))?;
         for (id, result) in decided {
@@ -123,8 +124,14 @@ struct Row {
     expired: bool,
 }
 
-/// Each row's verdict: `None` when the conditions read a body that expired.
-fn decide(conditions: &Conditions, rows: Vec<Row>) -> Vec<(i64, Option<Result<(), String>>)> {
+/// Each row's verdict: `None` when the conditions read a body that expired. The failed
+/// condition is put in words for the first `words` unmatched rows only (the examples still to
+/// give); the others are counted.
+fn decide(
+    conditions: &Conditions,
+    rows: Vec<Row>,
+    mut words: usize,
+) -> Vec<(i64, Option<Result<(), String>>)> {
     rows.into_iter()
         .map(|row| {
             if row.expired && conditions.reads_body() {
@@ -136,8 +143,11 @@ fn decide(conditions: &Conditions, rows: Vec<Row>) -> Vec<(i64, Option<Result<()
                 body: &row.body,
             };
             let verdict = conditions
-                .check_delivery(&delivery)
-                .map_err(|unmet| unmet.to_string());
+                .check_delivery(&delivery, words > 0)
+                .map_err(|unmet| {
+                    words = words.saturating_sub(1);
+                    unmet.map(|u| u.to_string()).unwrap_or_default()
+                });
             (row.id, Some(verdict))
         })
         .collect()

@@ -98,11 +98,22 @@ impl Conditions {
         }
     }
 
-    /// [`Conditions::check`] on a delivery, its JSON read only when a `match` asks for it.
-    pub fn check_delivery(&self, delivery: &Delivery<'_>) -> Result<(), Unmet> {
+    /// [`Conditions::check`] on a delivery, its JSON read only when a `match` asks for it;
+    /// without the words (`words` false) an unmet condition is `Err(None)`.
+    pub fn check_delivery(
+        &self,
+        delivery: &Delivery<'_>,
+        words: bool,
+    ) -> Result<(), Option<Unmet>> {
         let text = self.reads_body().then(|| delivery.json_text()).flatten();
         let doc = text.and_then(|t| crate::json::parse(t).ok());
-        self.check(delivery.event_type, doc.as_ref())
+        if words {
+            return self.check(delivery.event_type, doc.as_ref()).map_err(Some);
+        }
+        match self.holds(delivery.event_type, doc.as_ref()) {
+            true => Ok(()),
+            false => Err(None),
+        }
     }
 
     /// Whether the conditions need the delivery's JSON.
