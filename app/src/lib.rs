@@ -106,6 +106,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/events/:id") view=pages::event::EventPage ssr=SsrMode::Async/>
                 <Route path=path!("/objects/:source/:object_id") view=pages::object::ObjectPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=pages::audit::AuditPage/>
+                <Route path=path!("/users") view=pages::users::UsersPage/>
                 // Operators only: a viewer gets 403 and says so, set by the data the page loads.
                 <Route path=path!("/tokens") view=pages::tokens::TokensPage ssr=SsrMode::Async/>
                 <Route path=path!("/rejected") view=pages::rejected::RejectedPage/>

@@ -30,6 +30,7 @@ mod m20261206_000025_body_expiry;
 mod m20261206_000026_cold_archive;
 mod m20261206_000027_day_partitions;
 mod m20261206_000028_notifications;
+mod m20261206_000029_single_sign_on;
 
 pub struct Migrator;
 
@@ -65,6 +66,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000026_cold_archive::Migration),
             Box::new(m20261206_000027_day_partitions::Migration),
             Box::new(m20261206_000028_notifications::Migration),
+            Box::new(m20261206_000029_single_sign_on::Migration),
         ]
     }
 }

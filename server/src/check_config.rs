@@ -111,6 +111,22 @@ pub fn summary(config: &Config) -> String {
     for route in &config.routes {
         lines.push(route.to_string());
     }
+    if let Some(oidc) = &config.oidc {
+        lines.push(format!(
+            "single sign-on: issuer {}, client {} (secret from {}), roles from the claim {:?} (operators: {}; viewers: {}); password sign-in {}",
+            oidc.issuer,
+            oidc.client_id,
+            oidc.client_secret_env,
+            oidc.role_claim,
+            oidc.operator_values.join(", "),
+            oidc.viewer_values.join(", "),
+            match (oidc.password_login, oidc.break_glass.is_empty()) {
+                (true, _) => "on".to_string(),
+                (false, true) => "off".to_string(),
+                (false, false) => format!("off but for {}", oidc.break_glass.join(", ")),
+            }
+        ));
+    }
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
 

@@ -15,6 +15,7 @@ pub mod mail;
 pub mod maintenance;
 pub mod metrics;
 pub mod notifier;
+pub mod oidc;
 pub mod rate_limit;
 pub mod rejected_log;
 pub mod request_id;
@@ -50,6 +51,8 @@ pub struct AppState {
     pub delivery_metrics: Arc<metrics::DeliveryMetrics>,
     /// Each signed-in user's dashboard requests in flight ([`routes::per_user`]).
     pub in_flight: routes::per_user::InFlight,
+    /// The OpenID Provider of single sign-on (`[auth.oidc]`), when configured.
+    pub oidc: Option<Arc<oidc::Provider>>,
 }
 
 impl AppState {
@@ -67,6 +70,13 @@ impl AppState {
 
     pub fn new(db: Db, config: Arc<Config>) -> AppState {
         let handle = metrics::install();
+        let oidc = config.oidc.clone().and_then(|oidc| {
+            let public_url = config.server.public_url.as_deref()?;
+            oidc::Provider::new(oidc, public_url)
+                .map_err(|e| tracing::error!(error = %e, "single sign-on is off"))
+                .ok()
+                .map(Arc::new)
+        });
         AppState {
             delivery_metrics: Arc::new(metrics::DeliveryMetrics::of(&config)),
             db,
@@ -78,6 +88,7 @@ impl AppState {
             feed: Arc::default(),
             rejected_log: rejected_log::RejectedLog::default(),
             in_flight: routes::per_user::InFlight::default(),
+            oidc,
         }
     }
 }

@@ -43,6 +43,14 @@ pub fn router(
     let webhooks = Router::new()
         .merge(deliveries)
         .merge(crate::api::router(state.clone()))
+        .route(
+            crate::oidc::routes::START_PATH,
+            get(crate::oidc::routes::start),
+        )
+        .route(
+            crate::oidc::routes::CALLBACK_PATH,
+            get(crate::oidc::routes::callback),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics::render))

@@ -45,14 +45,35 @@ pub async fn add(settings: &Settings, name: &str, role: &str) -> anyhow::Result<
 
 pub async fn list(settings: &Settings) -> anyhow::Result<()> {
     let db = connect_and_migrate(settings).await?;
-    for (name, role, created_at) in auth::list_users(&db).await? {
+    println!("name\trole\tsigns in with\tcreated\tlast signed in");
+    for user in auth::list_users(&db).await? {
+        let signs_in = match &user.issuer {
+            Some(issuer) => format!("single sign-on ({issuer})"),
+            None => "password".to_string(),
+        };
         println!(
-            "{name}\t{}\t{}",
-            role.as_str(),
-            created_at.format("%Y-%m-%d %H:%M UTC")
+            "{}\t{}\t{signs_in}\t{}\t{}",
+            user.name,
+            user.role.as_str(),
+            minute(&user.created_at),
+            user.last_sign_in_at
+                .as_deref()
+                .map(minute)
+                .unwrap_or_else(|| "never".into())
         );
     }
     Ok(())
+}
+
+/// An RFC 3339 time as `2026-12-06 14:02 UTC`.
+fn minute(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map(|at| {
+            at.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string()
+        })
+        .unwrap_or_else(|_| rfc3339.to_string())
 }
 
 pub async fn remove(settings: &Settings, name: &str) -> anyhow::Result<()> {

@@ -33,6 +33,7 @@
 //! are in `passwords.rs`; the throttle in `throttle.rs`; the records of refused sign-ins in
 //! `records.rs`; the sign-in itself in `sign_in.rs`; sessions and their cookie in `sessions.rs`.
 
+pub mod oidc;
 mod passwords;
 mod records;
 mod sessions;
@@ -82,13 +83,7 @@ impl User {
     }
 }
 
-pub fn valid_user_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
-}
+pub use crate::model::valid_user_name;
 
 /// Adds a user, or sets the password and role of an existing one.
 pub async fn add_user(db: &Db, name: &str, password: &str, role: Role) -> Result<(), String> {

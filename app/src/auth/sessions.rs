@@ -9,6 +9,15 @@ use sha2::{Digest, Sha256};
 
 pub const SESSION_COOKIE: &str = "hookbox_session";
 
+/// A new session token: 256 random bits, in hex.
+pub(super) fn new_token() -> String {
+    format!(
+        "{:032x}{:032x}",
+        rand::random::<u128>(),
+        rand::random::<u128>()
+    )
+}
+
 pub(super) fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }

@@ -3,13 +3,14 @@
 
 use super::passwords::{DUMMY_HASH, MAX_PASSWORD_BYTES, password_check_slot, verify_password};
 use super::records::{Refusal, count_refusal, pending, schedule_write};
-use super::sessions::token_hash;
+use super::sessions::{new_token, token_hash};
 use super::throttle::{
     THROTTLE_WINDOW_MINUTES, client_key, remember_block, remembered_block, throttled_until,
     wait_text,
 };
 use super::{User, lock, store_key, valid_user_name};
 use crate::config::Sessions;
+use crate::config::oidc::{Oidc, password_allowed};
 use crate::db::Db;
 use crate::db::audit::{self, AuditEntry, CountedFailures, audit_on};
 use crate::db::users;
@@ -41,7 +42,8 @@ impl SignInError {
     }
 }
 
-/// Checks a password (throttled) and opens a session. Returns the user and the session token.
+/// Checks a password (throttled) and opens a session; with single sign-on and `password_login`
+/// off, only for the break-glass accounts. Returns the user and the session token.
 ///
 /// In this order, so that what an unauthenticated caller can make hookbox spend is bounded:
 /// a name that cannot exist is refused without touching the database or any record; a client
@@ -57,6 +59,7 @@ pub async fn sign_in(
     password: &str,
     address: &str,
     sessions: &Sessions,
+    oidc: Option<&Oidc>,
 ) -> Result<(User, String), SignInError> {
     if !valid_user_name(name) || password.is_empty() || password.len() > MAX_PASSWORD_BYTES {
         return Err(SignInError::Invalid);
@@ -99,7 +102,11 @@ pub async fn sign_in(
     audit::record_sign_in_failure(db, &client, name, now).await?;
     schedule_write(&mut lock(pending()), db, &store);
 
-    let found = users::find_user(db, name).await?;
+    // With password sign-in off, a name that is not a break-glass account is checked as if it
+    // did not exist: the same answer and the same time, so the accounts cannot be told apart.
+    let found = users::find_user(db, name)
+        .await?
+        .filter(|_| password_allowed(oidc, name));
     // An unknown name costs the same hashing as a wrong password: no user enumeration by timing.
     let hash = found
         .as_ref()
@@ -137,11 +144,7 @@ async fn open_session(
     sessions: &Sessions,
     (client, counted_at): (&String, chrono::DateTime<Utc>),
 ) -> Result<String, SignInError> {
-    let token = format!(
-        "{:032x}{:032x}",
-        rand::random::<u128>(),
-        rand::random::<u128>()
-    );
+    let token = new_token();
     let signed_in = crate::clock::now();
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;

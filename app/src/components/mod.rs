@@ -66,7 +66,7 @@ pub fn TopBar() -> impl IntoView {
                 <Suspense fallback=|| ()>
                     {move || Suspend::new(async move {
                         matches!(me.await, Ok(Some(Me { role: Role::Operator, .. })))
-                            .then(|| view! { <A href="/tokens">"Tokens"</A> })
+                            .then(|| view! { <A href="/tokens">"Tokens"</A> <A href="/users">"Users"</A> })
                     })}
                 </Suspense>
             </nav>

@@ -12,6 +12,41 @@ pub(super) fn valid_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The value of the variable `key` names: required, a variable name, set and not empty. The
+/// value is never echoed (it holds a URL with its token, or a password).
+pub(super) fn from_env(
+    keys: &mut Keys<'_>,
+    key: &str,
+    what: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    match keys.string(key) {
+        None => {
+            if !keys.has(key) {
+                keys.problem(
+                    key,
+                    format!("is required: the environment variable holding {what}"),
+                );
+            }
+            None
+        }
+        Some(var) if !valid_env_name(&var) => {
+            keys.problem(
+                key,
+                "is not an environment variable name (letters, digits, _); the file names the variable, the value stays in the environment",
+            );
+            None
+        }
+        Some(var) => {
+            let value = env(&var).filter(|v| !v.is_empty());
+            if value.is_none() {
+                keys.problem(key, format!("environment variable {var} is unset or empty"));
+            }
+            value
+        }
+    }
+}
+
 fn valid_source_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     let allowed = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
@@ -200,6 +235,16 @@ impl<'a> Keys<'a> {
             self.wrong_type(key, "a list of strings", value);
         }
         strings
+    }
+
+    pub(super) fn boolean(&mut self, key: &str) -> Option<bool> {
+        match self.table.get(key)? {
+            toml::Value::Boolean(b) => Some(*b),
+            other => {
+                self.wrong_type(key, "true or false", other);
+                None
+            }
+        }
     }
 
     /// An integer of at least `min` that fits `T`.

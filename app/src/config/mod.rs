@@ -17,6 +17,7 @@ mod database;
 pub mod destinations;
 mod keys;
 pub mod notifications;
+pub mod oidc;
 pub mod proxies;
 pub mod routes;
 mod server;
@@ -52,6 +53,7 @@ const TOP_KEYS: &[&str] = &[
     "archive",
     "notifications",
     "routes",
+    "auth",
 ];
 
 #[derive(Debug, Clone)]
@@ -69,6 +71,8 @@ pub struct Config {
     /// Which deliveries of a source a destination is sent besides `forward` (`[[routes]]`),
     /// in file order.
     pub routes: Vec<crate::routing::Route>,
+    /// Single sign-on (`[auth.oidc]`), when configured.
+    pub oidc: Option<oidc::Oidc>,
 }
 
 impl Config {
@@ -81,6 +85,7 @@ impl Config {
             archive: None,
             notifications: Vec::new(),
             routes: Vec::new(),
+            oidc: None,
         }
     }
 
@@ -200,16 +205,11 @@ impl Config {
             Some(_) => problems.add(None, Some("sources"), "must be tables ([[sources]])"),
         }
 
-        let notifications = notifications::read_notifications(
-            top.get("notifications"),
+        let (notifications, routes, oidc) = read_the_rest(
+            &top,
+            (&mut sources, &destination_names),
+            &server,
             env,
-            &sources,
-            &mut problems,
-        );
-        let routes = routes::read_routes(
-            top.get("routes"),
-            &mut sources,
-            &destination_names,
             &mut problems,
         );
         if problems.found.is_empty() {
@@ -221,11 +221,27 @@ impl Config {
                 archive,
                 notifications,
                 routes,
+                oidc,
             })
         } else {
             Err(ConfigErrors(problems.found))
         }
     }
+}
+
+/// The tables read after the sources: `[[notifications]]`, `[[routes]]` and `[auth]`.
+fn read_the_rest(
+    top: &toml::Table,
+    (sources, destination_names): (&mut Vec<Source>, &[&str]),
+    server: &ServerSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Problems,
+) -> (Vec<Channel>, Vec<crate::routing::Route>, Option<oidc::Oidc>) {
+    let notifications =
+        notifications::read_notifications(top.get("notifications"), env, sources, problems);
+    let routes = routes::read_routes(top.get("routes"), sources, destination_names, problems);
+    let oidc = oidc::read(top.get("auth"), server.public_url.as_deref(), env, problems);
+    (notifications, routes, oidc)
 }
 
 /// A config problem, naming the file, the source and the key.
@@ -276,5 +292,7 @@ mod tests;
 #[cfg(test)]
 mod recipe_tests;
 
+#[cfg(test)]
+mod oidc_tests;
 #[cfg(test)]
 mod route_tests;

@@ -4,7 +4,7 @@
 //! events it wants, and how often one problem may message it. Every problem names the file, the
 //! channel and the key (`notifications.ops.url_env`); a variable's value is never shown.
 
-use super::keys::{Keys, Problems, valid_env_name};
+use super::keys::{Keys, Problems, from_env};
 use crate::model::{ChannelKind, NotifyEvent};
 use crate::schemes::{Scheme, SecretKey};
 
@@ -80,41 +80,6 @@ pub(super) fn read_notifications(
     super::keys::read_tables(value, "notifications", problems, |keys, earlier| {
         read_channel(keys, env, earlier, &source_names)
     })
-}
-
-/// The value of the variable `key` names: required, a variable name, set and not empty. The
-/// value is never echoed (it holds a URL with its token, or a password).
-fn from_env(
-    keys: &mut Keys<'_>,
-    key: &str,
-    what: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<String> {
-    match keys.string(key) {
-        None => {
-            if !keys.has(key) {
-                keys.problem(
-                    key,
-                    format!("is required: the environment variable holding {what}"),
-                );
-            }
-            None
-        }
-        Some(var) if !valid_env_name(&var) => {
-            keys.problem(
-                key,
-                "is not an environment variable name (letters, digits, _); the file names the variable, the value stays in the environment",
-            );
-            None
-        }
-        Some(var) => {
-            let value = env(&var).filter(|v| !v.is_empty());
-            if value.is_none() {
-                keys.problem(key, format!("environment variable {var} is unset or empty"));
-            }
-            value
-        }
-    }
 }
 
 fn read_channel(

@@ -22,6 +22,7 @@ pub mod problems;
 pub mod rejected;
 pub mod routes;
 pub mod search_bounds;
+pub mod sign_in_flows;
 pub mod sources;
 pub mod support_search;
 pub mod users;

@@ -10,6 +10,7 @@ mod notifications;
 mod problems;
 mod routes;
 mod sources;
+mod users;
 pub use answer::*;
 pub use charts::*;
 pub use feed::*;
@@ -19,6 +20,7 @@ pub use notifications::*;
 pub use problems::*;
 pub use routes::*;
 pub use sources::*;
+pub use users::*;
 
 use serde::{Deserialize, Serialize};
 

@@ -65,12 +65,14 @@ pub async fn login(
     use crate::guard::{self, fail};
     let db = guard::db()?;
     let sessions = use_context::<crate::config::Sessions>().unwrap_or_default();
+    let config = use_context::<std::sync::Arc<crate::config::Config>>();
     let signed_in = auth::sign_in(
         &db,
         name.trim(),
         &password,
         &guard::client_address(),
         &sessions,
+        config.as_ref().and_then(|c| c.oidc.as_ref()),
     )
     .await;
     if let Some(wait) = signed_in.as_ref().err().and_then(SignInError::retry_after)
@@ -100,6 +102,42 @@ pub async fn login(
     }
 }
 
+/// How this hookbox lets people sign in: single sign-on when `[auth.oidc]` is configured, the
+/// password form unless it is off (then only for break-glass accounts, folded away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SignInWays {
+    pub single_sign_on: bool,
+    pub password_login: bool,
+}
+
+/// Anyone may ask: it says only which ways of signing in exist.
+#[server(endpoint = "sign_in_options")]
+pub async fn sign_in_options() -> Result<SignInWays, DashboardError> {
+    let config = crate::guard::config()?;
+    Ok(SignInWays {
+        single_sign_on: config.oidc.is_some(),
+        password_login: config.oidc.as_ref().is_none_or(|oidc| oidc.password_login),
+    })
+}
+
+/// What `/login?sso=…` says after a single sign-on that did not end in a session: enough for the
+/// person to act on, nothing an attacker could use (the audit log names the reason).
+pub fn sso_failure_text(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "expired" => "That sign-in took too long or was already used. Sign in again.",
+        "failed" => {
+            "Single sign-on failed. Try again; if it keeps failing, your administrator can see why in hookbox's audit log."
+        }
+        "no-role" => {
+            "Your account is not in a group that may use hookbox. Ask your administrator for access."
+        }
+        "unavailable" => {
+            "The identity provider cannot be reached right now. Try again in a minute."
+        }
+        _ => return None,
+    })
+}
+
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let login = ServerAction::<Login>::new();
@@ -111,18 +149,51 @@ pub fn LoginPage() -> impl IntoView {
         Some(Err(e)) => Some(e.to_string()),
         _ => None,
     };
+    let options = Resource::new(|| (), |_| sign_in_options());
+    let sso_failure = move || {
+        query
+            .read()
+            .get("sso")
+            .and_then(|code| sso_failure_text(&code))
+    };
+    let start = move || format!("/auth/oidc/start?next={}", crate::url::urlencode(&next()));
+    let form = move || {
+        view! {
+            <ActionForm action=login>
+                <input type="hidden" name="next" value=next/>
+                <label for="name">"User name"</label>
+                <input id="name" name="name" type="text" autocomplete="username" required/>
+                <label for="password">"Password"</label>
+                <input id="password" name="password" type="password" autocomplete="current-password" required/>
+                <button type="submit" class="primary">"Sign in"</button>
+            </ActionForm>
+        }
+    };
     view! {
         <main class="login">
             <section class="panel narrow">
                 <h1>"Sign in to hookbox"</h1>
-                <ActionForm action=login>
-                    <input type="hidden" name="next" value=next/>
-                    <label for="name">"User name"</label>
-                    <input id="name" name="name" type="text" autocomplete="username" required autofocus/>
-                    <label for="password">"Password"</label>
-                    <input id="password" name="password" type="password" autocomplete="current-password" required/>
-                    <button type="submit" class="primary">"Sign in"</button>
-                </ActionForm>
+                {move || sso_failure().map(|message| view! { <p class="error-note" role="alert" data-testid="sso-failure">{message}</p> })}
+                <Suspense fallback=form>
+                    {move || options.get().map(|options| {
+                        let options = options.unwrap_or(SignInWays { single_sign_on: false, password_login: true });
+                        view! {
+                            {options.single_sign_on.then(|| view! {
+                                <a class="button primary" href=start data-testid="sso-start">"Sign in with single sign-on"</a>
+                            })}
+                            {if options.password_login {
+                                form().into_any()
+                            } else {
+                                view! {
+                                    <details class="break-glass">
+                                        <summary>"Sign in with a break-glass account"</summary>
+                                        {form()}
+                                    </details>
+                                }.into_any()
+                            }}
+                        }
+                    })}
+                </Suspense>
                 {move || error().map(|message| view! { <p class="error-note" role="alert">{message}</p> })}
             </section>
         </main>

@@ -13,6 +13,7 @@ pub mod rejected;
 pub mod search;
 pub mod sources;
 pub mod tokens;
+pub mod users;
 
 use leptos::prelude::*;
 

@@ -28,6 +28,7 @@ mod logs;
 mod maintenance;
 mod migrations;
 mod notifications;
+mod oidc;
 mod operations;
 mod outage;
 mod outcomes;

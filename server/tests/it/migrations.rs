@@ -7,7 +7,7 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::DatabaseBackend;
 
 /// Every table the migrations create.
-const TABLES: [&str; 26] = [
+const TABLES: [&str; 27] = [
     "api_tokens",
     "archive_quarter_counts",
     "archive_quarters_counted",
@@ -30,6 +30,7 @@ const TABLES: [&str; 26] = [
     "rejected_requests",
     "sessions",
     "sign_in_failures",
+    "sign_in_flows",
     "users",
     "verify_runs",
     "webhook_events",

@@ -161,6 +161,33 @@ async fn serve_with_state(
     adjust: impl FnOnce(&mut server::AppState),
 ) -> TestApp {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    serve_listener(listener, db, config, adjust).await
+}
+
+/// The real server on `listener` (bound first, so its configuration can name its address) on a
+/// fresh database.
+pub async fn spawn_app_on_listener(
+    backend: Backend,
+    listener: TcpListener,
+    config: Config,
+) -> TestApp {
+    let test_db = test_db(backend).await;
+    let mut app = serve_listener(listener, test_db.db.clone(), config, |_| {}).await;
+    app.test_db = Some(test_db);
+    app
+}
+
+/// The real server on `listener` over an existing database (a second process on it, say).
+pub async fn spawn_app_on_listener_over(db: Db, listener: TcpListener, config: Config) -> TestApp {
+    serve_listener(listener, db, config, |_| {}).await
+}
+
+async fn serve_listener(
+    listener: TcpListener,
+    db: Db,
+    config: Config,
+    adjust: impl FnOnce(&mut server::AppState),
+) -> TestApp {
     let addr = listener.local_addr().expect("address");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let mut state = server::AppState::new(db.clone(), Arc::new(config));
