@@ -179,7 +179,7 @@ pub fn LoginPage() -> impl IntoView {
                         let options = options.unwrap_or(SignInWays { single_sign_on: false, password_login: true });
                         view! {
                             {options.single_sign_on.then(|| view! {
-                                <a class="button primary" href=start data-testid="sso-start">"Sign in with single sign-on"</a>
+                                <a class="sso" href=start rel="external" data-testid="sso-start">"Sign in with single sign-on"</a>
                             })}
                             {if options.password_login {
                                 form().into_any()
