@@ -87,9 +87,9 @@ pub async fn store_flow(
     sign_in_flows::store(db, (state, &flow), &client_key(address), now, bounds).await
 }
 
-/// Takes the live flow of `state` (once), when the browser's `verifier` is the one that started
-/// it. `Ok(None)`: no live flow (unknown, used or expired), counted as a failed sign-in of the
-/// client. `Err`-free refusals of a flow taken are for the caller to audit ([`refuse`]).
+/// Takes the live flow of `state` (once). `Ok(None)`: no live flow (unknown, used or expired),
+/// counted as a failed sign-in of the client at `address`. What then refuses the flow taken (a
+/// cookie of another browser, the provider's answer) the caller audits with [`refuse`].
 pub async fn take_flow(db: &Db, state: &str, address: &str) -> Result<Option<Flow>, DbErr> {
     let now = crate::clock::now();
     let flow = if state.is_empty() || state.len() > 128 {

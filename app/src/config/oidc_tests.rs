@@ -14,7 +14,7 @@ operator_values = ["hookbox-operators"]"#;
 
 #[test]
 fn a_minimal_provider_gets_the_defaults() {
-    let config = parse(&file(MINIMAL), SECRET).unwrap();
+    let config = parse(&file(MINIMAL), SECRET).expect("valid");
     let oidc = config.oidc.expect("single sign-on");
     assert_eq!(oidc.issuer, "https://login.example.com");
     assert_eq!(oidc.scopes, ["openid", "profile", "email"]);
@@ -74,7 +74,7 @@ fn each_wrong_key_is_named() {
     ];
     for (line, key, says) in cases {
         // The line replaces the minimal file's line of the same key, or is added.
-        let name = line.split(' ').next().unwrap();
+        let name = line.split(' ').next().expect("a key");
         let mut lines: Vec<String> = MINIMAL
             .lines()
             .filter(|l| !l.starts_with(&format!("{name} ")))
@@ -93,5 +93,10 @@ fn each_wrong_key_is_named() {
     assert!(found.message.contains("public_url"), "{}", found.message);
     // A loopback provider may speak http (the tests' and a laptop's).
     let loopback = MINIMAL.replace("https://login.example.com", "http://127.0.0.1:9000");
-    assert!(parse(&file(&loopback), SECRET).unwrap().oidc.is_some());
+    assert!(
+        parse(&file(&loopback), SECRET)
+            .expect("valid")
+            .oidc
+            .is_some()
+    );
 }

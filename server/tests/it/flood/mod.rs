@@ -16,7 +16,9 @@
 //! Signed forms of 1 MiB of distinct fields (`forms`) are sent beside it, two a second, and exports
 //! alternate with body searches (`match`).
 //!
-//! `FLOOD_ONLY=signin`, `refused`, `export`, `pages`, `api`, `feed` or `forms` (comma-separated) narrows the flood to
+//! Single sign-on's starts and forged callbacks (`sso`) go at 50 a second.
+//!
+//! `FLOOD_ONLY=signin`, `refused`, `export`, `pages`, `api`, `feed`, `forms` or `sso` (comma-separated) narrows the flood to
 //! those kinds, to find which one costs the deliveries what.
 
 mod client;
@@ -24,6 +26,7 @@ mod config;
 mod feed;
 mod forged;
 mod forms;
+mod sso;
 mod storm;
 
 pub(super) use client::hostile_pace;
@@ -46,11 +49,12 @@ const VIEWER_PASSWORD: &str = "a long enough password";
 const FLOODER: &str = "203.0.113.66";
 const OPERATOR: &str = "198.51.100.7";
 
-async fn start(database_url: &str) -> Binary {
+async fn start(database_url: &str, issuer: &str) -> Binary {
     Binary::start(
         database_url,
-        CONFIG,
+        &format!("{CONFIG}{}", sso::config(issuer)),
         &[
+            ("OIDC_SECRET", crate::oidc::CLIENT_SECRET),
             ("HOOKBOX_ADMIN_PASSWORD", ADMIN_PASSWORD),
             ("HOOKBOX_TRUSTED_PROXIES", "127.0.0.1/32"),
             ("STDWH_PUBLIC_KEY", STDWH_PUBLIC_KEY),
@@ -64,7 +68,9 @@ async fn start(database_url: &str) -> Binary {
 #[tokio::test]
 async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliveries_answered() {
     let (db, url) = fresh_postgres(&cluster_url()).await;
-    let process = start(&url).await;
+    // Single sign-on's provider, hostile; the flood only starts sign-ins and forges callbacks.
+    let provider = crate::oidc::hostile::Hostile::spawn().await;
+    let process = start(&url, &provider.issuer).await;
     let addr = process.addr;
     app::auth::add_user(&db, "mallory", VIEWER_PASSWORD, app::model::Role::Viewer)
         .await
@@ -325,6 +331,9 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         }));
     }
 
+    if on("sso") {
+        sso::flood(addr, &client, (&stop, &flooded), &server_errors, &mut flood);
+    }
     if on("forms") {
         forms::flood(addr, &client, &stop, &flooded, &server_errors, &mut flood);
     }
@@ -455,6 +464,22 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         server_errors.len(),
         &server_errors[..server_errors.len().min(5)]
     );
+    if on("sso") {
+        // Starts past the flooder's bound were refused, forged callbacks left counts, not rows.
+        let flows = scalar(&db, "SELECT count(*) FROM sign_in_flows", vec![]).await;
+        assert_eq!(
+            flows,
+            Some(app::auth::oidc::MAX_FLOWS_PER_CLIENT),
+            "the flooder's starts stored up to its bound, no more"
+        );
+        let refused = scalar(
+            &db,
+            "SELECT count(*) FROM audit_log WHERE outcome = 'refused'",
+            vec![],
+        )
+        .await;
+        assert_eq!(refused, Some(0), "no audit row per forged callback");
+    }
     if on("feed") {
         let served = feed.served.load(Ordering::Relaxed);
         println!("feed reads and consumers served during the flood: {served}");

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod bounds;
-mod hostile;
+pub mod hostile;
 mod real;
 
 use crate::support::{Backend, TestApp, spawn_app_on_listener, texts};
