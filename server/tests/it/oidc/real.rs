@@ -273,6 +273,25 @@ async fn people_sign_in_through_the_provider_with_the_role_of_their_groups_at_ev
             ("olga", "password", true),
         ]
     );
+    // `hookbox user list` says the same, from the shell.
+    let cwd = tempfile::tempdir().unwrap();
+    let listed = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["user", "list"])
+        .current_dir(cwd.path())
+        .env("DATABASE_URL", &app.test_db.as_ref().unwrap().url)
+        .env_remove("HOOKBOX_CONFIG")
+        .output()
+        .await
+        .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let sso = format!("alice\tviewer\tsingle sign-on ({})\t", provider.issuer);
+    assert!(listed.lines().any(|l| l.starts_with(&sso)), "{listed}");
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("olga\toperator\tpassword\t")),
+        "{listed}"
+    );
     let viewer = bob.session.unwrap();
     let (status, _) = crate::support::call(&app, &viewer, "users", &[]).await;
     assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "operators only");
