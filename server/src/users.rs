@@ -46,7 +46,7 @@ pub async fn add(settings: &Settings, name: &str, role: &str) -> anyhow::Result<
 pub async fn list(settings: &Settings) -> anyhow::Result<()> {
     let db = connect_and_migrate(settings).await?;
     println!("name\trole\tsigns in with\tcreated\tlast signed in");
-    for user in auth::list_users(&db).await? {
+    for user in auth::list_users(&db, None).await? {
         let signs_in = match &user.issuer {
             Some(issuer) => format!("single sign-on ({issuer})"),
             None => "password".to_string(),

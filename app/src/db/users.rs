@@ -79,13 +79,16 @@ pub async fn count_users(db: &Db) -> Result<i64, DbErr> {
         .unwrap_or(0))
 }
 
-/// Every user, by name.
-pub async fn list_users(db: &Db) -> Result<Vec<crate::model::UserRow>, DbErr> {
+/// The users by name, at most `limit` of them (none: every one).
+pub async fn list_users(db: &Db, limit: Option<u64>) -> Result<Vec<crate::model::UserRow>, DbErr> {
+    let limit = limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
     let rows = db
         .dashboard
         .query_all_raw(statement(
             db,
-            "SELECT name, role, issuer, created_at, last_sign_in_at FROM users ORDER BY name",
+            format!(
+                "SELECT name, role, issuer, created_at, last_sign_in_at FROM users ORDER BY name{limit}"
+            ),
             vec![],
         ))
         .await?;

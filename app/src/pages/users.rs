@@ -6,11 +6,14 @@ use crate::error::DashboardError;
 use crate::model::UserRow;
 use leptos::prelude::*;
 
+/// Users the page lists, at most (by name; `hookbox user list` prints every one).
+pub const USERS_SHOWN: usize = 1000;
+
 #[server(endpoint = "users")]
 pub async fn list_users() -> Result<Vec<UserRow>, DashboardError> {
     use crate::guard;
     guard::require(crate::model::Role::Operator).await?;
-    crate::db::users::list_users(&guard::db()?)
+    crate::db::users::list_users(&guard::db()?, Some(USERS_SHOWN as u64))
         .await
         .map_err(DashboardError::from)
 }
@@ -30,7 +33,9 @@ pub fn UsersPage() -> impl IntoView {
 
 #[component]
 fn UsersTable(rows: Vec<UserRow>) -> impl IntoView {
+    let cut = rows.len() >= USERS_SHOWN;
     view! {
+        {cut.then(|| view! { <p class="muted">"The first 1,000 users by name; " <code>"hookbox user list"</code> " prints every one."</p> })}
         <table class="data" data-testid="users-table">
             <thead><tr><th scope="col">"Name"</th><th scope="col">"Role"</th><th scope="col">"Signs in with"</th><th scope="col">"Last signed in"</th><th scope="col">"Created"</th></tr></thead>
             <tbody>
