@@ -53,6 +53,7 @@ async fn a_flood_of_starts_and_forged_callbacks_costs_a_bounded_number_of_rows(b
     );
 
     // Forged callbacks: never a flow, never the provider, never an audit row each.
+    let forging = std::time::Instant::now();
     for i in 0..300 {
         let state = if i % 3 == 0 {
             "x".repeat(5000)
@@ -78,7 +79,8 @@ async fn a_flood_of_starts_and_forged_callbacks_costs_a_bounded_number_of_rows(b
     assert_eq!(provider.token_requests(), 0);
     assert_eq!(count(&app.db, "SELECT count(*) FROM audit_log").await, 0);
     assert!(
-        count(&app.db, "SELECT count(*) FROM sign_in_failures").await <= 2,
+        count(&app.db, "SELECT count(*) FROM sign_in_failures").await
+            <= forging.elapsed().as_secs() as i64 / 60 + 2,
         "one row per client and minute"
     );
     assert!(
