@@ -206,6 +206,18 @@ pub async fn callback(
         )
         .await;
     }
+    // RFC 9207: a provider that names itself in the answer must be the configured one (a
+    // mix-up of providers).
+    if params
+        .remove("iss")
+        .is_some_and(|iss| iss != provider.config.issuer)
+    {
+        return refuse(
+            "the callback names another issuer than the configured one".into(),
+            Failure::Failed,
+        )
+        .await;
+    }
     if let Some(error) = params.remove("error") {
         let error: String = error
             .chars()

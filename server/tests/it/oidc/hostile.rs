@@ -456,6 +456,33 @@ async fn a_replayed_state_or_code_and_a_callback_from_another_browser_are_refuse
             .2
             .contains("another browser")
     );
+    // An answer naming another issuer (RFC 9207's `iss`): refused before the provider is asked.
+    let mixed = start(&app, "/").await;
+    let code = provider.authorize(
+        &mixed,
+        provider.good_token(&provider.claims(&mixed, "mallory", &["hookbox-operators"])),
+    );
+    let requests = provider.token_requests();
+    let elsewhere = callback(
+        &app,
+        &format!(
+            "code={code}&state={}&iss={}",
+            mixed.state,
+            app::url::urlencode("https://another-provider.example")
+        ),
+        Some(&mixed.flow_cookie),
+    )
+    .await;
+    assert_eq!(elsewhere.location, "/login?sso=failed");
+    assert_eq!(provider.token_requests(), requests);
+    assert!(
+        sign_in_audit(&app)
+            .await
+            .last()
+            .unwrap()
+            .2
+            .contains("another issuer")
+    );
     // The provider's own error (the person cancelled) is refused and audited too.
     let fourth = start(&app, "/").await;
     let cancelled = callback(
