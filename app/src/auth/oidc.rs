@@ -17,14 +17,14 @@ use crate::config::Sessions;
 use crate::config::oidc::Oidc;
 use crate::db::Db;
 use crate::db::audit::{self, AuditEntry, audit_on};
-use crate::db::sign_in_flows::{self, Flow, FlowBounds};
+use crate::db::sign_in_flows::{self, FlowBounds};
 use crate::db::users;
 use crate::model::{AuditAction, Role};
 use chrono::Duration;
 use sea_orm::{DbErr, TransactionTrait};
 use sha2::{Digest, Sha256};
 
-pub use crate::db::sign_in_flows::StoreError;
+pub use crate::db::sign_in_flows::{Flow, StoreError};
 
 /// How long a started sign-in may take.
 pub const FLOW_MINUTES: i64 = 10;

@@ -160,6 +160,37 @@ pub async fn start(
     response
 }
 
+/// What refuses a callback of a live flow before the provider is asked: the browser that did not
+/// start it, an `iss` (RFC 9207) naming another issuer (a mix-up of providers), the provider's
+/// own error, no code. Else the code.
+fn checked_code(
+    params: &mut std::collections::HashMap<String, String>,
+    verifier: Option<&str>,
+    flow: &oidc::Flow,
+    issuer: &str,
+) -> Result<String, String> {
+    if verifier.map(oidc::pkce_challenge).as_deref() != Some(flow.challenge.as_str()) {
+        return Err(
+            "the callback came to another browser than the one that started the sign-in".into(),
+        );
+    }
+    if params.remove("iss").is_some_and(|iss| iss != issuer) {
+        return Err("the callback names another issuer than the configured one".into());
+    }
+    if let Some(error) = params.remove("error") {
+        let error: String = error
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(64)
+            .collect();
+        return Err(format!("the provider answered the error {error:?}"));
+    }
+    params
+        .remove("code")
+        .filter(|c| !c.is_empty() && c.len() <= 4096)
+        .ok_or_else(|| "the callback has no code".to_string())
+}
+
 /// `GET /auth/oidc/callback?code=…&state=…` (or `error=…`): the flow taken once, the browser
 /// checked to be the one that started it, the code exchanged and the ID token verified, the user
 /// signed in with the role of the moment; else `/login?sso=…`, no session, an audit entry.
@@ -199,42 +230,14 @@ pub async fn callback(
         }
     };
     let verifier = flow_verifier(request.headers());
-    if verifier.as_deref().map(oidc::pkce_challenge) != Some(flow.challenge.clone()) {
-        return refuse(
-            "the callback came to another browser than the one that started the sign-in".into(),
-            Failure::Failed,
-        )
-        .await;
-    }
-    // RFC 9207: a provider that names itself in the answer must be the configured one (a
-    // mix-up of providers).
-    if params
-        .remove("iss")
-        .is_some_and(|iss| iss != provider.config.issuer)
-    {
-        return refuse(
-            "the callback names another issuer than the configured one".into(),
-            Failure::Failed,
-        )
-        .await;
-    }
-    if let Some(error) = params.remove("error") {
-        let error: String = error
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .take(64)
-            .collect();
-        return refuse(
-            format!("the provider answered the error {error:?}"),
-            Failure::Failed,
-        )
-        .await;
-    }
-    let Some(code) = params
-        .remove("code")
-        .filter(|c| !c.is_empty() && c.len() <= 4096)
-    else {
-        return refuse("the callback has no code".into(), Failure::Failed).await;
+    let code = match checked_code(
+        &mut params,
+        verifier.as_deref(),
+        &flow,
+        &provider.config.issuer,
+    ) {
+        Ok(code) => code,
+        Err(reason) => return refuse(reason, Failure::Failed).await,
     };
     let identity = match provider
         .finish(&code, verifier.as_deref().unwrap_or_default(), &flow.nonce)
