@@ -434,7 +434,7 @@ test('screenshots of every page at 1280 px and 390 px', async () => {
     const page = await context.newPage();
     await signIn(page, 'admin', ADMIN_PASSWORD);
     const id = await (async () => { await page.goto(base + '/events?q=e-1-again'); return (await page.getByTestId('event-row').first().getByRole('link').first().getAttribute('href')); })();
-    for (const [name, path] of [['overview', '/'], ['events', '/events'], ['failed', '/events?status=failed'], ['event', id], ['object', '/objects/demo/order-1'], ['audit', '/audit'], ['destinations', '/destinations'], ['destination', '/destinations/orders-app'], ['rejected', '/rejected'], ['problems', '/problems']]) {
+    for (const [name, path] of [['overview', '/'], ['events', '/events'], ['failed', '/events?status=failed'], ['event', id], ['object', '/objects/demo/order-1'], ['audit', '/audit'], ['destinations', '/destinations'], ['destination', '/destinations/orders-app'], ['rejected', '/rejected'], ['problems', '/problems'], ['users', '/users']]) {
       await page.goto(base + path);
       await page.waitForLoadState('networkidle');
       await page.screenshot({ path: `${shots}${name}-${label}.png`, fullPage: true });

@@ -54,7 +54,7 @@ async function signInThroughProvider(page, base, name, next) {
   await page.locator('button[type="submit"]').click();
 }
 
-export default function ({ test, assert, env, base, hydrated, shots }) {
+export default function ({ test, assert, env, base, hydrated, shots, browser }) {
   publicUrl = base;
   env.E2E_OIDC_SECRET = 'e2e-oidc-client-secret';
   const script = new URL('../oidc-provider.mjs', import.meta.url).pathname;
@@ -82,7 +82,29 @@ export default function ({ test, assert, env, base, hydrated, shots }) {
     const row = page.getByTestId('user-row').filter({ hasText: 'sam' });
     await row.waitFor();
     assert.match(await row.innerText(), /sam\s+operator\s+single sign-on/);
-    await page.screenshot({ path: `${shots}users-desktop.png`, fullPage: true });
+    // At 1280 px the operator's top bar (Tokens, Users) stays one line.
+    const brand = await page.locator('.topbar .brand').boundingBox();
+    const signOut = await page.getByRole('button', { name: 'Sign out' }).boundingBox();
+    assert.ok(Math.abs(signOut.y - brand.y) < brand.height, `Sign out on the brand's line: ${JSON.stringify({ brand, signOut })}`);
+    // On a phone, the sign-in page and /users fit the screen.
+    const phone = await browser().newContext({ viewport: { width: 390, height: 844 } });
+    try {
+      const small = await phone.newPage();
+      await small.goto(`${base}/login?sso=no-role`);
+      await small.getByTestId('sso-start').waitFor();
+      await signInThroughProvider(small, base, 'sam', '/users');
+      await small.waitForURL(/\/users$/);
+      await small.getByTestId('user-row').first().waitFor();
+      for (const path of ['/users', '/login?sso=failed']) {
+        await small.goto(base + path);
+        await small.waitForLoadState('networkidle');
+        const [scroll, client] = await small.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+        assert.ok(scroll <= client, `${path} is ${scroll} px wide on a ${client} px screen`);
+        await small.screenshot({ path: `${shots}${path === '/users' ? 'users' : 'login-sso'}-phone.png`, fullPage: true });
+      }
+    } finally {
+      await phone.close();
+    }
   });
 
   test('someone in no group hookbox knows is refused and told why, with no session', async (page) => {

@@ -47,8 +47,8 @@ pub use records::{
     write_sign_in_records,
 };
 pub use sessions::{
-    SESSION_COOKIE, cleared_session_cookie, revoke_session, session_cookie, session_token,
-    session_token_of, session_user,
+    SESSION_COOKIE, cleared_session_cookie, cookie_of, revoke_session, session_cookie,
+    session_token, session_token_of, session_user,
 };
 pub use sign_in::{SignInError, sign_in};
 pub use throttle::{

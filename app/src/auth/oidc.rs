@@ -10,7 +10,7 @@
 //! names no live flow is counted in `sign_in_failures` as [`UNKNOWN_FLOW`] (a row per client and
 //! minute), like a wrong password.
 
-use super::sessions::{new_token, token_hash};
+use super::sessions::open_session_on;
 use super::throttle::client_key;
 use super::{User, valid_user_name};
 use crate::config::Sessions;
@@ -227,15 +227,7 @@ async fn sign_in_once(
             (User { id, name, role }, detail)
         }
     };
-    let token = new_token();
-    users::insert_session_on(
-        &txn,
-        &token_hash(&token),
-        user.id,
-        now,
-        now + sessions.lifetime,
-    )
-    .await?;
+    let token = open_session_on(&txn, user.id, sessions, now).await?;
     audit_on(
         &txn,
         AuditEntry {

@@ -3,7 +3,7 @@
 
 use super::passwords::{DUMMY_HASH, MAX_PASSWORD_BYTES, password_check_slot, verify_password};
 use super::records::{Refusal, count_refusal, pending, schedule_write};
-use super::sessions::{new_token, token_hash};
+use super::sessions::open_session_on;
 use super::throttle::{
     THROTTLE_WINDOW_MINUTES, client_key, remember_block, remembered_block, throttled_until,
     wait_text,
@@ -144,18 +144,9 @@ async fn open_session(
     sessions: &Sessions,
     (client, counted_at): (&String, chrono::DateTime<Utc>),
 ) -> Result<String, SignInError> {
-    let token = new_token();
-    let signed_in = crate::clock::now();
     let writer = db.dashboard_writer().await?;
     let txn = writer.begin().await?;
-    users::insert_session_on(
-        &txn,
-        &token_hash(&token),
-        user.id,
-        signed_in,
-        signed_in + sessions.lifetime,
-    )
-    .await?;
+    let token = open_session_on(&txn, user.id, sessions, crate::clock::now()).await?;
     audit_on(
         &txn,
         AuditEntry {

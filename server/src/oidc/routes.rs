@@ -64,15 +64,7 @@ fn cleared_flow_cookie() -> String {
 }
 
 fn flow_verifier(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|cookies| cookies.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == oidc::FLOW_COOKIE)
-        .map(|(_, value)| value.to_string())
-        .filter(|v| !v.is_empty() && v.len() <= 128)
+    auth::cookie_of(headers, oidc::FLOW_COOKIE).filter(|v| v.len() <= 128)
 }
 
 fn to_login(failure: Failure) -> Response {
