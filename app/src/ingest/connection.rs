@@ -26,7 +26,7 @@ pub(super) enum On<'c, C> {
     /// The SQLite writer connection, in autocommit mode (the script opens its own transaction).
     Sqlite(&'c mut sqlx::SqliteConnection),
     /// A caller's SeaORM transaction: the claimed path runs without a transaction of its own
-    /// (`write::Statements::claimed_in_transaction`), and a failure's archive row is written
+    /// (`write::Claimed::in_transaction`), and a failure's archive row is written
     /// beside its problem's change.
     Orm(&'c C),
 }
@@ -71,11 +71,16 @@ impl<C: ConnectionTrait> On<'_, C> {
         }
     }
 
-    /// The claimed path's statement for this connection.
-    fn claimed(&self, statements: &'static Statements) -> &'static Named {
+    /// The claimed path's statement for this connection, with the forward rows when `forwards`.
+    fn claimed(&self, statements: &'static Statements, forwards: bool) -> &'static Named {
+        let claimed = if forwards {
+            &statements.forwarding
+        } else {
+            &statements.unforwarded
+        };
         match self {
-            On::Orm(_) => &statements.claimed_in_transaction,
-            _ => &statements.claimed,
+            On::Orm(_) => &claimed.in_transaction,
+            _ => &claimed.own,
         }
     }
 
@@ -212,7 +217,8 @@ pub(super) async fn record<C: ConnectionTrait>(
     let mut claims = 0;
     loop {
         claims += 1;
-        if let Some(row) = on.rows(on.claimed(statements), &delivery).await?.first() {
+        let claimed = on.claimed(statements, !received.forward_to.is_empty());
+        if let Some(row) = on.rows(claimed, &delivery).await?.first() {
             let (archive_id, kind, mut current) = write::claimed_answer(row)?;
             if let (OutcomeKind::Stale, Some(revision)) = (kind, delivery.revision())
                 && current.is_none_or(|c| c <= revision)

@@ -22,10 +22,11 @@ mod write;
 
 pub use outcome::Outcome;
 
-/// The one statement a new delivery runs on PostgreSQL, with its named parameters (`:name`):
-/// what `.ci/bench` has pgbench send, the ceiling of hookbox's own statements.
+/// The one statement a new delivery with nowhere to go runs on PostgreSQL, with its named
+/// parameters (`:name`): what `.ci/bench` (whose source forwards nowhere) has pgbench send, the
+/// ceiling of hookbox's own statements.
 pub fn postgres_delivery_statement() -> String {
-    write::postgres_claimed()
+    write::postgres_claimed(false)
 }
 
 use crate::db::Db;

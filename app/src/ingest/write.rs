@@ -14,6 +14,10 @@
 //! - inside a caller's transaction (replay, and the tests that hold a delivery's locks open):
 //!   the same statement or script, without a transaction of its own.
 //!
+//! Each comes in two: with the forward rows of `:destinations`, and without them for a delivery
+//! with nowhere to go, which then never names `forward_deliveries` (nor waits while a day of it
+//! is dropped under its lock).
+//!
 //! What the multi-statement transaction guaranteed still holds on every path:
 //! - The claim runs first (every later part reads it), so a delivery takes the inbox row before
 //!   the projection's row lock: the lock order of the transaction.
@@ -131,12 +135,13 @@ fn forwarded_outcomes() -> String {
 
 /// The statements of the write path for one dialect, built once.
 pub(super) struct Statements {
-    /// A delivery's claim, projection, archive row and forward rows: PostgreSQL's one statement,
-    /// SQLite's script with its own transaction. Answers one row (`id`, `outcome`,
-    /// `current_revision`) when it claimed, none when it did not.
-    pub claimed: Named,
-    /// The same inside a caller's transaction (the SQLite script without `BEGIN` and `COMMIT`).
-    pub claimed_in_transaction: Named,
+    /// The claimed path of a delivery with somewhere to go (`:destinations`): the claim,
+    /// projection, archive row and forward rows.
+    pub forwarding: Claimed,
+    /// The claimed path of a delivery with nowhere to go: the same without the forward rows, so
+    /// it never names `forward_deliveries` (and never waits for a lock on it, as while a day of
+    /// it is dropped).
+    pub unforwarded: Claimed,
     /// What an unclaimed delivery's claim met, in one statement (one snapshot): one row of
     /// `same_content` (null when no row has the event id), `body_holder` (the event that carried
     /// that signed body), `revision_holder` (the event holding that object revision).
@@ -154,6 +159,33 @@ pub(super) struct Statements {
     pub resolve: Named,
 }
 
+/// The claimed path: PostgreSQL's one statement, SQLite's script. Answers one row (`id`,
+/// `outcome`, `current_revision`) when it claimed, none when it did not.
+pub(super) struct Claimed {
+    /// With a transaction of its own (PostgreSQL's autocommit, SQLite's `BEGIN IMMEDIATE`).
+    pub own: Named,
+    /// Inside a caller's transaction (the SQLite script without `BEGIN` and `COMMIT`).
+    pub in_transaction: Named,
+}
+
+impl Claimed {
+    fn build(dialect: Dialect, forwards: bool) -> Claimed {
+        match dialect {
+            Dialect::Postgres => {
+                let statement = postgres_claimed(forwards);
+                Claimed {
+                    own: Named::new(&statement),
+                    in_transaction: Named::new(&statement),
+                }
+            }
+            Dialect::Sqlite => Claimed {
+                own: Named::new(&sqlite_claimed(true, forwards)),
+                in_transaction: Named::new(&sqlite_claimed(false, forwards)),
+            },
+        }
+    }
+}
+
 impl Statements {
     pub(super) fn of(dialect: Dialect) -> &'static Statements {
         static POSTGRES: OnceLock<Statements> = OnceLock::new();
@@ -165,19 +197,9 @@ impl Statements {
     }
 
     fn build(dialect: Dialect) -> Statements {
-        let (claimed, claimed_in_transaction) = match dialect {
-            Dialect::Postgres => {
-                let statement = postgres_claimed();
-                (Named::new(&statement), Named::new(&statement))
-            }
-            Dialect::Sqlite => (
-                Named::new(&sqlite_claimed(true)),
-                Named::new(&sqlite_claimed(false)),
-            ),
-        };
         Statements {
-            claimed,
-            claimed_in_transaction,
+            forwarding: Claimed::build(dialect, true),
+            unforwarded: Claimed::build(dialect, false),
             classify: Named::new(&classify(dialect)),
             archive: Named::new(&archive(dialect)),
             current_revision: Named::new(
@@ -188,9 +210,25 @@ impl Statements {
     }
 }
 
-/// PostgreSQL: the claimed path as one data-modifying statement.
-pub(super) fn postgres_claimed() -> String {
+/// PostgreSQL: the claimed path as one data-modifying statement; `forwards`: with the forward
+/// rows of `:destinations`.
+pub(super) fn postgres_claimed(forwards: bool) -> String {
     let d = Dialect::Postgres;
+    let forwarded = if forwards {
+        format!(
+            ",
+forwarded AS (
+    INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
+    SELECT {forward} FROM archived, {destinations}
+    WHERE archived.outcome IN ({forwarded})
+)",
+            forward = forward_values("d.value", "archived.id"),
+            destinations = d.json_strings(":destinations"),
+            forwarded = forwarded_outcomes(),
+        )
+    } else {
+        String::new()
+    };
     format!(
         "WITH claim AS (
     INSERT INTO webhook_inbox ({INBOX_COLUMNS})
@@ -212,12 +250,7 @@ archived AS (
     INSERT INTO webhook_events ({archive_columns})
     SELECT {archive} FROM decided
     RETURNING id, outcome
-),
-forwarded AS (
-    INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
-    SELECT {forward} FROM archived, {destinations}
-    WHERE archived.outcome IN ({forwarded})
-)
+){forwarded}
 SELECT archived.id, archived.outcome,
     CASE WHEN :projected THEN
         (SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id)
@@ -236,20 +269,37 @@ FROM archived",
             ("NULL", "NULL"),
             (":body", ":body_fields")
         ),
-        forward = forward_values("d.value", "archived.id"),
-        destinations = d.json_strings(":destinations"),
-        forwarded = forwarded_outcomes(),
     )
 }
 
 /// SQLite: the claimed path as one script; `own_transaction` wraps it in `BEGIN IMMEDIATE …
-/// COMMIT`, otherwise it runs in the caller's transaction.
-fn sqlite_claimed(own_transaction: bool) -> String {
+/// COMMIT`, otherwise it runs in the caller's transaction; `forwards`: with the forward rows of
+/// `:destinations`.
+fn sqlite_claimed(own_transaction: bool, forwards: bool) -> String {
     let d = Dialect::Sqlite;
     let (begin, commit) = if own_transaction {
         ("BEGIN IMMEDIATE;", "COMMIT;")
     } else {
         ("", "")
+    };
+    let forwarded = if forwards {
+        format!(
+            "UPDATE temp.hookbox_ingest_step SET archive_id = last_insert_rowid() WHERE k = 1 AND claimed = 1;
+INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
+    SELECT {forward}
+    FROM temp.hookbox_ingest_step AS s, {destinations}
+    WHERE s.k = 1 AND s.claimed = 1
+      AND (CASE WHEN NOT :projected THEN {accepted} WHEN s.advanced = 1 THEN {applied} ELSE {stale} END)
+          IN ({forwarded});",
+            forward = forward_values("d.value", "s.archive_id"),
+            destinations = d.json_strings(":destinations"),
+            accepted = literal(OutcomeKind::Accepted),
+            applied = literal(OutcomeKind::Applied),
+            stale = literal(OutcomeKind::Stale),
+            forwarded = forwarded_outcomes(),
+        )
+    } else {
+        String::new()
     };
     format!(
         "CREATE TEMP TABLE IF NOT EXISTS hookbox_ingest_step (
@@ -267,13 +317,7 @@ INSERT INTO webhook_events ({archive_columns})
     RETURNING id, outcome, CASE WHEN :projected THEN
         (SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id)
     END AS current_revision;
-UPDATE temp.hookbox_ingest_step SET archive_id = last_insert_rowid() WHERE k = 1 AND claimed = 1;
-INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
-    SELECT {forward}
-    FROM temp.hookbox_ingest_step AS s, {destinations}
-    WHERE s.k = 1 AND s.claimed = 1
-      AND (CASE WHEN NOT :projected THEN {accepted} WHEN s.advanced = 1 THEN {applied} ELSE {stale} END)
-          IN ({forwarded});
+{forwarded}
 {commit}",
         archive_columns = archive_columns(d),
         project = projection_upsert(
@@ -292,12 +336,6 @@ INSERT INTO forward_deliveries ({FORWARD_COLUMNS})
             ("NULL", "NULL"),
             (":body", ":body_fields")
         ),
-        forward = forward_values("d.value", "s.archive_id"),
-        destinations = d.json_strings(":destinations"),
-        accepted = literal(OutcomeKind::Accepted),
-        applied = literal(OutcomeKind::Applied),
-        stale = literal(OutcomeKind::Stale),
-        forwarded = forwarded_outcomes(),
     )
 }
 

@@ -92,8 +92,10 @@ fn the_statements_name_only_parameters_the_delivery_or_the_archive_row_binds() {
     for dialect in [Dialect::Postgres, Dialect::Sqlite] {
         let s = Statements::of(dialect);
         for named in [
-            &s.claimed,
-            &s.claimed_in_transaction,
+            &s.forwarding.own,
+            &s.forwarding.in_transaction,
+            &s.unforwarded.own,
+            &s.unforwarded.in_transaction,
             &s.classify,
             &s.current_revision,
         ] {
@@ -106,6 +108,31 @@ fn the_statements_name_only_parameters_the_delivery_or_the_archive_row_binds() {
         }
         for name in s.resolve.names() {
             assert!(["replayed", "replay"].contains(&name.as_str()), ":{name}");
+        }
+    }
+}
+
+#[test]
+fn only_the_statements_of_a_delivery_with_somewhere_to_go_name_the_forward_rows() {
+    for dialect in [Dialect::Postgres, Dialect::Sqlite] {
+        let s = Statements::of(dialect);
+        for named in [&s.forwarding.own, &s.forwarding.in_transaction] {
+            assert!(named.sql().contains("forward_deliveries"), "{dialect:?}");
+            assert!(
+                named.names().iter().any(|n| n == "destinations"),
+                "{dialect:?}"
+            );
+        }
+        for named in [&s.unforwarded.own, &s.unforwarded.in_transaction] {
+            assert!(!named.sql().contains("forward_deliveries"), "{dialect:?}");
+            assert!(
+                !named.names().iter().any(|n| n == "destinations"),
+                "{dialect:?}"
+            );
+            assert!(
+                named.sql().contains("INSERT INTO webhook_events"),
+                "{dialect:?}"
+            );
         }
     }
 }

@@ -3,7 +3,7 @@
 //! its own transaction; nothing else does.
 
 use crate::support::*;
-use sea_orm::ConnectionTrait;
+use sea_orm::{ConnectionTrait, TransactionTrait};
 use std::path::Path;
 
 const FORWARDING: &str = r#"
@@ -209,4 +209,48 @@ async fn a_forward_row_commits_with_its_delivery_or_not_at_all(backend: Backend)
         0,
         "{backend:?}"
     );
+}
+
+/// A delivery with nowhere to go never names the outbox: while a transaction holds
+/// `forward_deliveries` whole (as the drop of a day of it does), a delivery of a source that
+/// forwards nowhere is answered, and one of a source that forwards waits until it is released.
+#[tokio::test]
+async fn a_delivery_with_nowhere_to_go_does_not_wait_for_the_outboxs_lock() {
+    let app = spawn_app_with(Backend::Postgres, forwarding_config()).await;
+    let holder = app.db.writer.begin().await.expect("begin");
+    holder
+        .execute_unprepared("LOCK TABLE forward_deliveries IN ACCESS EXCLUSIVE MODE")
+        .await
+        .expect("lock");
+    let holder_pid = backend_pid(&holder).await;
+
+    let unforwarded = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        app.send("sw", &event("s1", "order-9", 1, "{}")),
+    )
+    .await
+    .expect("answered while the outbox is locked");
+    assert_eq!(unforwarded.status, 200, "{:?}", unforwarded.body);
+    assert_eq!(unforwarded.outcome(), "applied");
+
+    let body = event("e1", "order-1", 1, "{}");
+    let (forwarded, ()) = tokio::join!(app.send("shop", &body), async {
+        wait_until_statement_blocked_by(&app.db, holder_pid, "WITH claim AS").await;
+        holder.rollback().await.expect("release");
+    });
+    assert_eq!(forwarded.status, 200, "{:?}", forwarded.body);
+    assert_eq!(forwarded.outcome(), "applied");
+    assert_eq!(
+        texts(
+            &app.db,
+            "SELECT destination, event_id FROM forward_deliveries ORDER BY destination",
+            vec![],
+        )
+        .await,
+        vec![
+            vec![Some("audit-app".to_string()), Some("e1".to_string())],
+            vec![Some("orders-app".to_string()), Some("e1".to_string())],
+        ]
+    );
+    assert_eq!(current_revision(&app.db, "sw", "order-9").await, Some(1));
 }

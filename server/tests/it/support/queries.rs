@@ -96,12 +96,19 @@ pub async fn archived(db: &Db, source: &str, event_id: &str) -> Vec<(String, Str
 /// Waits until some backend is blocked by `holder`, as PostgreSQL itself reports it
 /// (`pg_blocking_pids`): the proof that a concurrent delivery really waits.
 pub async fn wait_until_blocked_by(db: &Db, holder: i32) {
+    wait_until_statement_blocked_by(db, holder, "").await;
+}
+
+/// Waits until a backend whose statement starts with `statement` is blocked by `holder`
+/// (`pg_blocking_pids`): the proof that this statement, not another user of the table, waits.
+pub async fn wait_until_statement_blocked_by(db: &Db, holder: i32, statement: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let blocked = scalar(
             db,
-            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-            vec![holder.into()],
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE $1 = ANY(pg_blocking_pids(pid)) AND starts_with(query, $2)",
+            vec![holder.into(), statement.into()],
         )
         .await
         .unwrap_or(0);
@@ -110,7 +117,7 @@ pub async fn wait_until_blocked_by(db: &Db, holder: i32) {
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "nothing ever waited for backend {holder}"
+            "no `{statement}…` ever waited for backend {holder}"
         );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
