@@ -377,6 +377,38 @@ async fn every_token_a_certified_provider_never_sends_is_refused_with_no_session
     );
 }
 
+/// A new flow's callback with a code the provider would take, `extra` added to its query and
+/// `cookie` instead of the flow's (when given): refused to the login page with no session, before
+/// the provider is asked for the code, audited with `reason`.
+async fn refused_before_the_provider_is_asked(
+    app: &TestApp,
+    provider: &Hostile,
+    extra: &str,
+    cookie: Option<&str>,
+    reason: &str,
+) {
+    let flow = start(app, "/").await;
+    let code = provider.authorize(
+        &flow,
+        provider.good_token(&provider.claims(&flow, "mallory", &["hookbox-operators"])),
+    );
+    let requests = provider.token_requests();
+    let landed = callback(
+        app,
+        &format!("code={code}&state={}{extra}", flow.state),
+        Some(cookie.unwrap_or(&flow.flow_cookie)),
+    )
+    .await;
+    assert_eq!(landed.location, "/login?sso=failed", "{reason}");
+    assert_eq!(landed.session, None, "{reason}");
+    assert_eq!(provider.token_requests(), requests, "{reason}");
+    let audit = sign_in_audit(app).await;
+    assert!(
+        audit.last().is_some_and(|entry| entry.2.contains(reason)),
+        "{reason}: {audit:?}"
+    );
+}
+
 both_backends!(a_replayed_state_or_code_and_a_callback_from_another_browser_are_refused);
 async fn a_replayed_state_or_code_and_a_callback_from_another_browser_are_refused(
     backend: Backend,
@@ -433,56 +465,20 @@ async fn a_replayed_state_or_code_and_a_callback_from_another_browser_are_refuse
 
     // A callback with a live state but without the browser's cookie (login CSRF: an attacker's
     // code and state sent to a victim) is refused before the provider is asked.
-    let third = start(&app, "/").await;
-    let code = provider.authorize(
-        &third,
-        provider.good_token(&provider.claims(&third, "mallory", &["hookbox-operators"])),
-    );
-    let requests = provider.token_requests();
-    let elsewhere = callback(
+    refused_before_the_provider_is_asked(
         &app,
-        &format!("code={code}&state={}", third.state),
+        &provider,
+        "",
         Some("hookbox_sign_in=another-browsers-verifier"),
+        "another browser",
     )
     .await;
-    assert_eq!(elsewhere.location, "/login?sso=failed");
-    assert_eq!(elsewhere.session, None);
-    assert_eq!(provider.token_requests(), requests);
-    assert!(
-        sign_in_audit(&app)
-            .await
-            .last()
-            .unwrap()
-            .2
-            .contains("another browser")
-    );
     // An answer naming another issuer (RFC 9207's `iss`): refused before the provider is asked.
-    let mixed = start(&app, "/").await;
-    let code = provider.authorize(
-        &mixed,
-        provider.good_token(&provider.claims(&mixed, "mallory", &["hookbox-operators"])),
+    let iss = format!(
+        "&iss={}",
+        app::url::urlencode("https://another-provider.example")
     );
-    let requests = provider.token_requests();
-    let elsewhere = callback(
-        &app,
-        &format!(
-            "code={code}&state={}&iss={}",
-            mixed.state,
-            app::url::urlencode("https://another-provider.example")
-        ),
-        Some(&mixed.flow_cookie),
-    )
-    .await;
-    assert_eq!(elsewhere.location, "/login?sso=failed");
-    assert_eq!(provider.token_requests(), requests);
-    assert!(
-        sign_in_audit(&app)
-            .await
-            .last()
-            .unwrap()
-            .2
-            .contains("another issuer")
-    );
+    refused_before_the_provider_is_asked(&app, &provider, &iss, None, "another issuer").await;
     // The provider's own error (the person cancelled) is refused and audited too.
     let fourth = start(&app, "/").await;
     let cancelled = callback(
