@@ -110,6 +110,76 @@ async fn a_higher_revision_waiting_on_a_lower_one_is_applied() {
     assert_eq!(current, Some(4));
 }
 
+/// A delivery whose claim waits for another delivery of its event id, then finds it committed:
+/// its statement's snapshot, taken before that commit, cannot see the row the claim met, so a
+/// statement of its own reads it. (A retry of a delivery committed before, the common case, is
+/// read by the claimed statement itself: every other duplicate test.)
+async fn waiting_case(retry_body: &str) -> (Outcome, Vec<Vec<Option<String>>>) {
+    let test_db = test_db(Backend::Postgres).await;
+    let db = test_db.db.clone();
+    let first = event("e1", "order-1", 1, r#"{"a":1}"#);
+    let (txn, held, holder) = hold(&db, &first).await;
+    assert_eq!(held, Outcome::Applied { revision: 1 });
+    let (retry_received, retry_envelope) = (received(retry_body), envelope(retry_body));
+    let (retry, ()) = tokio::join!(
+        ingest::apply_delivery(
+            &db,
+            app::envelope::Mode::Snapshot,
+            &retry_received,
+            &retry_envelope,
+        ),
+        async {
+            wait_until_statement_blocked_by(&db, holder, "WITH claim AS").await;
+            txn.commit().await.expect("commit the first");
+        }
+    );
+    let rows = texts(
+        &db,
+        "SELECT status, outcome, error_message, (body_of IS NOT NULL)::text
+           FROM webhook_events WHERE event_id = 'e1' ORDER BY id",
+        vec![],
+    )
+    .await;
+    (retry.expect("the retry is recorded").outcome, rows)
+}
+
+#[tokio::test]
+async fn a_copy_that_waited_for_its_events_commit_is_a_duplicate_referring_to_its_body() {
+    let (outcome, rows) = waiting_case(&event("e1", "order-1", 1, r#"{"a":1}"#)).await;
+    assert_eq!(outcome, Outcome::Duplicate);
+    let row = |status: &str, outcome: &str, error: Option<&str>, refers: &str| {
+        vec![
+            Some(status.to_string()),
+            Some(outcome.to_string()),
+            error.map(str::to_string),
+            Some(refers.to_string()),
+        ]
+    };
+    assert_eq!(
+        rows,
+        vec![
+            row("processed", "applied", None, "false"),
+            row("skipped", "duplicate", None, "true"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn other_content_that_waited_for_its_events_commit_is_a_reused_event_id() {
+    let (outcome, rows) = waiting_case(&event("e1", "order-1", 1, r#"{"a":2}"#)).await;
+    assert_eq!(outcome, Outcome::ReusedEventId);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(
+        rows[1],
+        vec![
+            Some("failed".to_string()),
+            Some("reused_event_id".to_string()),
+            Some("event id was accepted before with other content".to_string()),
+            Some("false".to_string()),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_connection_closed_before_commit_leaves_the_event_unclaimed() {
     let test_db = test_db(Backend::Postgres).await;
