@@ -9,9 +9,8 @@
 //! snapshot; when that reading cannot be the current revision (absent, or not greater than the
 //! delivery's), it is read again in a statement of its own.
 
-use super::outcome::Outcome;
-use super::unclaimed::Met;
-use super::write::{self, ArchiveRow, Delivery, Statements};
+use super::outcome::{Met, Outcome};
+use super::write::{ArchiveRow, Delivery, Statements};
 use super::{Received, Recorded, Waiting};
 use crate::db::dialect::{Binds, Dialect, Fields, Named, db_err};
 use crate::db::warm::Warm;
@@ -219,25 +218,34 @@ pub(super) async fn record<C: ConnectionTrait>(
     loop {
         claims += 1;
         let claimed = on.claimed(statements, !received.forward_to.is_empty());
-        let answer = on.rows(claimed, &delivery).await?;
-        let mut met = match answer.first() {
-            Some(row) if row.flag("claimed")?.unwrap_or(false) => {
-                return claimed_outcome(on, statements, &delivery, row).await;
+        if let Some(row) = on.rows(claimed, &delivery).await?.first() {
+            let (archive_id, kind, mut current) = super::outcome::claimed_answer(row)?;
+            if let (OutcomeKind::Stale, Some(revision)) = (kind, delivery.revision())
+                && current.is_none_or(|c| c <= revision)
+            {
+                // A greater revision committed after the statement's snapshot: read it now.
+                current = on
+                    .rows(&statements.current_revision, &delivery)
+                    .await?
+                    .first()
+                    .map(|row| row.int("revision"))
+                    .transpose()?
+                    .flatten();
             }
-            // PostgreSQL's statement answered what the claim met.
-            Some(row) => Met::of(row)?,
-            None => Met::default(),
-        };
-        if met.is_empty() {
-            // A statement of its own: at READ COMMITTED the claim may have waited for a
-            // concurrent transaction whose row its snapshot could not see; this one's can.
-            met = Met::of(&on.one(&statements.classify, &delivery).await?)?;
+            let outcome = Outcome::claimed(kind, delivery.revision(), current)?;
+            return Ok(Step::Recorded(Recorded {
+                archive_id,
+                outcome,
+            }));
         }
+        // A statement of its own: at READ COMMITTED the claim may have waited for a concurrent
+        // transaction whose row its snapshot could not see; this statement's snapshot can.
+        let met = Met::of(&on.one(&statements.classify, &delivery).await?)?;
         if met.is_empty() && claims < CLAIMS {
             continue;
         }
         let event_day = met.event_day;
-        let outcome = met.outcome()?;
+        let outcome = met.outcome(mode);
         let failed = outcome.status() == crate::model::Status::Failed;
         let archive_id = match on {
             On::Orm(txn) if failed => {
@@ -253,33 +261,6 @@ pub(super) async fn record<C: ConnectionTrait>(
             outcome,
         }));
     }
-}
-
-/// A claimed delivery's outcome from the claimed path's answer `row`.
-async fn claimed_outcome<C: ConnectionTrait>(
-    on: &mut On<'_, C>,
-    statements: &'static Statements,
-    delivery: &Delivery<'_>,
-    row: &AnyRow,
-) -> Result<Step, DbErr> {
-    let (archive_id, kind, mut current) = write::claimed_answer(row)?;
-    if let (OutcomeKind::Stale, Some(revision)) = (kind, delivery.revision())
-        && current.is_none_or(|c| c <= revision)
-    {
-        // A greater revision committed after the statement's snapshot: read it now.
-        current = on
-            .rows(&statements.current_revision, delivery)
-            .await?
-            .first()
-            .map(|row| row.int("revision"))
-            .transpose()?
-            .flatten();
-    }
-    let outcome = Outcome::claimed(kind, delivery.revision(), current)?;
-    Ok(Step::Recorded(Recorded {
-        archive_id,
-        outcome,
-    }))
 }
 
 /// One archive row ([`Statements::archive`]): its id.

@@ -6,9 +6,7 @@
 //!   and the forward rows on the ingest path, built once for both databases;
 //! - `connection`: where they run (a parked PostgreSQL connection, SQLite's writer, a caller's
 //!   transaction) and the one sequence every valid delivery follows ([`connection::record`]);
-//! - `outcome`: what became of a delivery;
-//! - `unclaimed`: what an unclaimed delivery's claim met, the rule that decides its outcome, its
-//!   archive row;
+//! - `outcome`: what became of a delivery, and the table that decides an unclaimed one;
 //! - `problem`: a failure's error class, the cause problems are grouped by;
 //! - `resolution`: the statement of the write path by which a replay resolves failures.
 //!
@@ -20,7 +18,6 @@ mod outcome;
 pub mod problem;
 pub mod replay;
 mod resolution;
-mod unclaimed;
 mod write;
 
 pub use outcome::Outcome;

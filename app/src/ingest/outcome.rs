@@ -1,7 +1,9 @@
-//! What became of a delivery: the outcomes. The statements that decide them are built from the
-//! same vocabulary: a claimed delivery's (applied, stale, accepted) in `write`, an unclaimed
-//! one's in `unclaimed`.
+//! What became of a delivery: the outcomes, and the one table that decides an unclaimed
+//! delivery's outcome from what its claim met. The statements that decide a claimed delivery's
+//! outcome (applied, stale, accepted) are in `write`, built from the same vocabulary.
 
+use crate::db::dialect::Fields;
+use crate::envelope::Mode;
 use crate::model::{OutcomeKind, Status};
 
 /// What became of a delivery: its answer and its archive status (`docs/webhooks.md`, sections 4
@@ -99,7 +101,66 @@ impl Outcome {
     }
 }
 
-/// An outcome's name as an SQL literal: how the statements spell the vocabulary.
-pub(super) fn literal(kind: OutcomeKind) -> String {
-    format!("'{}'", kind.as_str())
+/// What the inbox holds that a delivery's claim met, read in one statement (`write::Statements::classify`).
+pub(super) struct Met {
+    /// The row of the same event id, if any: whether its content is this delivery's.
+    pub same_content: Option<bool>,
+    /// The event that carried this signed body (schemes that sign the body alone).
+    pub body_holder: Option<String>,
+    /// The event holding this object revision.
+    pub revision_holder: Option<String>,
+    /// The day (since 1970-01-01) the inbox received the row of the same event id, if any.
+    pub event_day: Option<i64>,
+}
+
+impl Met {
+    /// Nothing at all: the row the claim met is gone (purged since).
+    pub(super) fn is_empty(&self) -> bool {
+        self.same_content.is_none() && self.body_holder.is_none() && self.revision_holder.is_none()
+    }
+
+    /// The outcome of a delivery that was not claimed.
+    pub(super) fn outcome(self, mode: Mode) -> Outcome {
+        match self.same_content {
+            None => match self.body_holder {
+                Some(original_event_id) => Outcome::ReplayedBody { original_event_id },
+                None => Outcome::ReusedRevision {
+                    existing_event_id: self.revision_holder,
+                },
+            },
+            // Dedup sources promise nothing about content: the event id alone is the identity.
+            Some(_) if mode == Mode::Dedup => Outcome::Duplicate,
+            Some(true) => Outcome::Duplicate,
+            Some(false) => Outcome::ReusedEventId,
+        }
+    }
+}
+
+/// The claimed path's answer: the archive row's id, the outcome it decided and (stale) the
+/// projection's revision as the statement read it.
+pub(super) fn claimed_answer(
+    row: &impl Fields,
+) -> Result<(i64, OutcomeKind, Option<i64>), sea_orm::DbErr> {
+    let id = row.int("id")?.ok_or_else(|| {
+        sea_orm::DbErr::Type("the ingest statement answered no archive id".into())
+    })?;
+    let name = row.text("outcome")?.unwrap_or_default();
+    let kind = OutcomeKind::parse(&name).ok_or_else(|| {
+        sea_orm::DbErr::Type(format!(
+            "the ingest statement answered an unknown outcome {name:?}"
+        ))
+    })?;
+    Ok((id, kind, row.int("current_revision")?))
+}
+
+impl Met {
+    /// What the classification read.
+    pub(super) fn of(row: &impl Fields) -> Result<Met, sea_orm::DbErr> {
+        Ok(Met {
+            same_content: row.flag("same_content")?,
+            body_holder: row.text("body_holder")?,
+            revision_holder: row.text("revision_holder")?,
+            event_day: row.int("event_day")?,
+        })
+    }
 }

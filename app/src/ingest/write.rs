@@ -25,12 +25,10 @@
 //!   under the row lock `ON CONFLICT` takes, against the newest committed row.
 //! - The statement is atomic: the inbox row, the projection, the archive row and the forward
 //!   rows commit together or not at all.
-//! - A delivery that is not claimed (a retry, a reused id or revision) writes no inbox,
-//!   projection or forward row. On PostgreSQL the claimed statement answers what the claim met
-//!   and the outcome it decides ([`unclaimed`]); where its snapshot could not see the row the
-//!   claim met (committed while the claim waited for it), and on SQLite, a statement of its own
-//!   reads it ([`Statements::classify`]) with a fresh snapshot. The delivery is then archived
-//!   ([`Statements::archive`]), the only row it writes.
+//! - A delivery that is not claimed (a retry, a reused id or revision) writes nothing there and
+//!   returns no row; it is then classified by a statement of its own ([`Statements::classify`]),
+//!   whose fresh snapshot sees the row the claim met, and archived ([`Statements::archive`]),
+//!   the only row it writes.
 //!
 //! The outcomes are decided by the statements as the vocabulary spells them
 //! (`OutcomeKind::as_str`), their status is `OutcomeKind::status`, and which of them are
@@ -39,9 +37,8 @@
 //! error, never a default).
 
 use super::Received;
-use super::outcome::{Outcome, literal};
-use super::unclaimed;
-use crate::db::dialect::{Binds, Dialect, Fields, Named, Param};
+use super::outcome::Outcome;
+use crate::db::dialect::{Binds, Dialect, Named, Param};
 use crate::envelope::{Envelope, Mode};
 use crate::model::{ForwardStatus, OutcomeKind};
 use std::sync::OnceLock;
@@ -115,6 +112,22 @@ fn projection_upsert(dialect: Dialect, rows: &str) -> String {
     )
 }
 
+/// The projection's revision for a stale answer (`outcome` is the archive row's): read only
+/// then, the one answer that names it, so an applied delivery reads nothing more.
+fn current_revision(outcome: &str) -> String {
+    format!(
+        "CASE WHEN {outcome} = {stale} THEN
+        (SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id)
+    END",
+        stale = literal(OutcomeKind::Stale)
+    )
+}
+
+/// A spelling of the vocabulary as an SQL literal.
+fn literal(kind: OutcomeKind) -> String {
+    format!("'{}'", kind.as_str())
+}
+
 /// The claimed outcomes' status: a claimed delivery is applied, stale or accepted, all one
 /// status (checked by a test).
 fn claimed_status() -> String {
@@ -140,11 +153,13 @@ pub(super) struct Statements {
     /// it never names `forward_deliveries` (and never waits for a lock on it, as while a day of
     /// it is dropped).
     pub unforwarded: Claimed,
-    /// What an unclaimed delivery's claim met and the outcome it decides, in one statement (one
-    /// snapshot): [`unclaimed::reading`].
+    /// What an unclaimed delivery's claim met, in one statement (one snapshot): one row of
+    /// `same_content` (null when no row has the event id), `body_holder` (the event that carried
+    /// that signed body), `revision_holder` (the event holding that object revision).
     pub classify: Named,
-    /// One unclaimed delivery's archive row with the outcome, status and error bound (`id`):
-    /// [`archive`].
+    /// One archive row with the outcome, status and error bound (`id`). A duplicate whose body
+    /// is byte for byte an earlier archived body of its event refers to that row (`body_of`)
+    /// with an empty body of its own: a re-post costs its headers, not another copy.
     pub archive: Named,
     /// The projection's revision after a stale answer (`revision`).
     pub current_revision: Named,
@@ -196,7 +211,7 @@ impl Statements {
         Statements {
             forwarding: Claimed::build(dialect, true),
             unforwarded: Claimed::build(dialect, false),
-            classify: Named::new(&unclaimed::reading(dialect)),
+            classify: Named::new(&classify(dialect)),
             archive: Named::new(&archive(dialect)),
             current_revision: Named::new(
                 "SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id",
@@ -207,8 +222,7 @@ impl Statements {
 }
 
 /// PostgreSQL: the claimed path as one data-modifying statement; `forwards`: with the forward
-/// rows of `:destinations`. Unclaimed, it answers what the claim met ([`unclaimed::reading`]):
-/// one row either way, `claimed` saying which.
+/// rows of `:destinations`.
 pub(super) fn postgres_claimed(forwards: bool) -> String {
     let d = Dialect::Postgres;
     let forwarded = if forwards {
@@ -247,22 +261,10 @@ archived AS (
     INSERT INTO webhook_events ({archive_columns})
     SELECT {archive} FROM decided
     RETURNING id, outcome
-),
-met AS (
-    {reading}
-    WHERE NOT EXISTS (SELECT 1 FROM claim)
 ){forwarded}
-SELECT archived.id, archived.outcome, true AS claimed,
-    CASE WHEN :projected THEN
-        (SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id)
-    END AS current_revision,
-    NULL::boolean AS same_content, NULL::text AS body_holder, NULL::text AS revision_holder,
-    NULL::bigint AS event_day
-FROM archived
-UNION ALL
-SELECT NULL, met.outcome, false, NULL,
-    met.same_content, met.body_holder, met.revision_holder, met.event_day
-FROM met",
+SELECT archived.id, archived.outcome, {current} AS current_revision
+FROM archived",
+        current = current_revision("archived.outcome"),
         archive_columns = archive_columns(d),
         snapshot = d.json(":snapshot"),
         project = projection_upsert(d, "claim WHERE :projected"),
@@ -276,7 +278,6 @@ FROM met",
             ("NULL", "NULL"),
             (":body", ":body_fields")
         ),
-        reading = unclaimed::reading(d),
     )
 }
 
@@ -322,12 +323,11 @@ UPDATE temp.hookbox_ingest_step SET advanced = changes() WHERE k = 1 AND claimed
 INSERT INTO webhook_events ({archive_columns})
     SELECT {archive}
     FROM temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1
-    RETURNING id, outcome, 1 AS claimed, CASE WHEN :projected THEN
-        (SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id)
-    END AS current_revision;
+    RETURNING id, outcome, {current} AS current_revision;
 {forwarded}
 {commit}",
         archive_columns = archive_columns(d),
+        current = current_revision("outcome"),
         project = projection_upsert(
             d,
             "temp.hookbox_ingest_step WHERE k = 1 AND claimed = 1 AND :projected"
@@ -347,10 +347,32 @@ INSERT INTO webhook_events ({archive_columns})
     )
 }
 
-/// One unclaimed delivery's archive row with its outcome, status and error bound (`id`): the
-/// only row it writes. A duplicate whose body is byte for byte an earlier archived body of its
-/// event refers to that row (`body_of`) with an empty body of its own: a re-post costs its
-/// headers, not another copy.
+/// What an unclaimed delivery's claim met (see [`Statements::classify`]): content compared as
+/// `jsonb` on PostgreSQL, through the canonical form on SQLite.
+fn classify(dialect: Dialect) -> String {
+    let (column, content) = if dialect.compares_canonical() {
+        ("snapshot_canonical", ":content".to_string())
+    } else {
+        ("snapshot", dialect.json(":content"))
+    };
+    format!(
+        "SELECT
+    (SELECT {same_object} AND {same_revision} AND {same_content}
+       FROM webhook_inbox WHERE source = :source AND event_id = :event_id) AS same_content,
+    (SELECT event_id FROM webhook_inbox
+      WHERE source = :source AND signed_body_digest = :digest LIMIT 1) AS body_holder,
+    (SELECT event_id FROM webhook_inbox
+      WHERE source = :source AND object_id = :object_id AND revision = :revision LIMIT 1) AS revision_holder,
+    (SELECT {day} FROM webhook_inbox
+      WHERE source = :source AND event_id = :event_id) AS event_day",
+        day = dialect.day_number("received_at"),
+        same_object = dialect.is_same("object_id", ":object_id"),
+        same_revision = dialect.is_same("revision", ":revision"),
+        same_content = dialect.is_same(column, &content),
+    )
+}
+
+/// One archive row with its outcome bound (see [`Statements::archive`]).
 fn archive(dialect: Dialect) -> String {
     format!(
         "INSERT INTO webhook_events ({archive_columns}, body_of)
@@ -380,10 +402,8 @@ fn archive(dialect: Dialect) -> String {
            LIMIT 1{key_share}",
                 duplicate = literal(OutcomeKind::Duplicate),
                 // The event's first delivery was archived on the day the inbox received it: on
-                // PostgreSQL that day's table alone is read, the day bound. (Not part of the
-                // claimed statement: with the day read there, its plan would open every day's
-                // table for every delivery.) Any row holding the body will do: no order, so
-                // the plan goes by the event's index, not along the day's ids.
+                // PostgreSQL that day's table alone is read. Any row holding the body will do:
+                // no order, so the plan goes by the event's index, not along the day's ids.
                 that_day = dialect.ids_of_day("id", ":event_day"),
                 // The row referred to is kept from a purge or a body expiry until this commits;
                 // one of those under way is waited for, and then the row is gone or its body
@@ -402,8 +422,6 @@ pub(super) struct Delivery<'a> {
     pub envelope: &'a Envelope,
     /// A snapshot source's delivery with its object, revision and snapshot: it is projected.
     pub projected: bool,
-    /// A dedup source's delivery: its event id alone is its identity (`unclaimed`).
-    dedup: bool,
     /// Where an applied or accepted outcome is forwarded, as a JSON array.
     destinations: String,
     /// What a forward delivery carries without a snapshot: a dedup source's whole body (only
@@ -432,7 +450,6 @@ impl<'a> Delivery<'a> {
             received,
             envelope,
             projected,
-            dedup: mode == Mode::Dedup,
             destinations,
             body_payload,
             now: chrono::Utc::now(),
@@ -478,7 +495,6 @@ impl Binds for Delivery<'_> {
             "body_payload" => self.body_payload.as_deref().into(),
             "now" => self.now.into(),
             "projected" => self.projected.into(),
-            "dedup" => self.dedup.into(),
             _ => return None,
         })
     }
@@ -556,23 +572,6 @@ impl Binds for ArchiveRow<'_> {
             _ => return None,
         })
     }
-}
-
-/// The claimed path's answer: the archive row's id, the outcome it decided and (projected) the
-/// projection's revision as the statement read it.
-pub(super) fn claimed_answer(
-    row: &impl Fields,
-) -> Result<(i64, OutcomeKind, Option<i64>), sea_orm::DbErr> {
-    let id = row.int("id")?.ok_or_else(|| {
-        sea_orm::DbErr::Type("the ingest statement answered no archive id".into())
-    })?;
-    let name = row.text("outcome")?.unwrap_or_default();
-    let kind = OutcomeKind::parse(&name).ok_or_else(|| {
-        sea_orm::DbErr::Type(format!(
-            "the ingest statement answered an unknown outcome {name:?}"
-        ))
-    })?;
-    Ok((id, kind, row.int("current_revision")?))
 }
 
 #[cfg(test)]

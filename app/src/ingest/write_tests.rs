@@ -70,7 +70,6 @@ fn the_statements_name_only_parameters_the_delivery_or_the_archive_row_binds() {
         "body_payload",
         "now",
         "projected",
-        "dedup",
     ];
     let archive = [
         "source",

@@ -111,9 +111,8 @@ async fn a_higher_revision_waiting_on_a_lower_one_is_applied() {
 }
 
 /// A delivery whose claim waits for another delivery of its event id, then finds it committed:
-/// its statement's snapshot, taken before that commit, cannot see the row the claim met, so a
-/// statement of its own reads it. (A retry of a delivery committed before, the common case, is
-/// read by the claimed statement itself: every other duplicate test.)
+/// the classification, a statement of its own with a snapshot taken after the claim, sees the
+/// row the claim met.
 async fn waiting_case(retry_body: &str) -> (Outcome, Vec<Vec<Option<String>>>) {
     let test_db = test_db(Backend::Postgres).await;
     let db = test_db.db.clone();
