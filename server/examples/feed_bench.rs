@@ -2,8 +2,8 @@
 //!
 //! - `poll`: one consumer long-polling `GET /api/v1/feed` (`wait=25`, 500 a page) for
 //!   `--seconds`, as an application keeping up would: what it costs ingest is measured beside it.
-//! - `drain`: reads the whole feed over HTTP from the start, 500 a page, with one token (whose
-//!   rate, 20 requests a second, bounds it); items per second.
+//! - `drain`: reads the whole feed over HTTP from the start, 500 a page, with one token (its
+//!   feed pages, 100 a second, bound it at 50,000 items); items per second.
 //! - `drain-db`: the same through the domain function the endpoint calls (`app::feed::read`),
 //!   without HTTP or the token's rate: what the database and hookbox's reading cost.
 //!

@@ -22,6 +22,10 @@ pub struct Limits {
     pub tokens: RateLimiter,
     /// API requests per client address, before a token is looked up.
     pub clients: RateLimiter,
+    /// Pages of the pull feed per token (by its name): a budget of their own (`api::Budget`).
+    pub feed_pages: RateLimiter,
+    /// Pages of the pull feed per client address, before a token is looked up.
+    pub feed_clients: RateLimiter,
 }
 
 #[derive(Default)]

@@ -23,7 +23,8 @@ impl FromRequestParts<AppState> for Viewer {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        super::caller(state, &parts.headers, Role::Viewer)
+        let budget = super::Budget::of(&parts.method, parts.uri.path());
+        super::caller(state, &parts.headers, Role::Viewer, budget)
             .await
             .map(Viewer)
     }
@@ -33,7 +34,8 @@ impl FromRequestParts<AppState> for Operator {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        super::caller(state, &parts.headers, Role::Operator)
+        let budget = super::Budget::of(&parts.method, parts.uri.path());
+        super::caller(state, &parts.headers, Role::Operator, budget)
             .await
             .map(Operator)
     }

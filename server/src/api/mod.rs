@@ -25,6 +25,7 @@ mod replay;
 mod routes;
 
 use crate::AppState;
+use crate::rate_limit::RateLimiter;
 use crate::request_id::RequestId;
 use app::auth::tokens::{AuthFailure, Caller, authenticate};
 use app::model::Role;
@@ -42,6 +43,12 @@ pub const TOKEN_REQUESTS_PER_SEC: u32 = 20;
 /// Requests one client address makes a second, per process, whatever their tokens: checked
 /// before any token is looked up, so made-up tokens cost no more than this in database reads.
 pub const CLIENT_REQUESTS_PER_SEC: u32 = 50;
+/// Feed pages a token reads a second, per process (a burst of as many), from a budget of their
+/// own ([`Budget::FeedPages`]): 500 items a page, so a reader catching up on a backlog goes at
+/// up to 50,000 items a second (a named consumer, which commits each page, 25,000) while the
+/// token's other requests keep their [`TOKEN_REQUESTS_PER_SEC`]. One client address, before
+/// its token is looked up, reads as many.
+pub const FEED_PAGES_PER_SEC: u32 = 100;
 /// The largest request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
@@ -115,14 +122,64 @@ pub fn router(state: AppState) -> Router<AppState> {
         .layer(axum::middleware::from_fn_with_state(state, per_client))
 }
 
-/// Every API request counts against its client address's rate first (429 over it).
+/// What a request takes from its client address's and its token's rates: a page of the feed
+/// (`GET /api/v1/feed`, a consumer's `GET …/items` and the `POST …/commit` that turns it) from
+/// the feed's budget, everything else from the requests'. Each has buckets of its own, so a reader catching up never spends the token's
+/// other requests, nor they its pages.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Budget {
+    Requests,
+    FeedPages,
+}
+
+impl Budget {
+    /// The budget of a request by its method and path (before routing: a path no route takes is
+    /// a cheap 404 either way).
+    pub(crate) fn of(method: &axum::http::Method, path: &str) -> Budget {
+        let consumers = |last: &str| {
+            path.strip_prefix("/api/v1/feed/consumers/")
+                .and_then(|rest| rest.strip_suffix(last))
+                .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+        };
+        let page =
+            *method == axum::http::Method::GET && (path == "/api/v1/feed" || consumers("/items"));
+        // A consumer's items start at its committed cursor: its commit is how it turns a page.
+        let turn = *method == axum::http::Method::POST && consumers("/commit");
+        if page || turn {
+            Budget::FeedPages
+        } else {
+            Budget::Requests
+        }
+    }
+
+    /// The buckets of client addresses and of tokens, and their rate a second.
+    fn buckets(self, limits: &crate::rate_limit::Limits) -> (&RateLimiter, &RateLimiter, u32) {
+        match self {
+            Budget::Requests => (&limits.clients, &limits.tokens, CLIENT_REQUESTS_PER_SEC),
+            Budget::FeedPages => (&limits.feed_clients, &limits.feed_pages, FEED_PAGES_PER_SEC),
+        }
+    }
+
+    /// A token's rate a second in this budget.
+    fn token_rate(self) -> u32 {
+        match self {
+            Budget::Requests => TOKEN_REQUESTS_PER_SEC,
+            Budget::FeedPages => FEED_PAGES_PER_SEC,
+        }
+    }
+}
+
+/// Every API request counts against its client address's rate first (429 over it), in its
+/// [`Budget`].
 async fn per_client(
     axum::extract::State(state): axum::extract::State<AppState>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let client = state.client_of(&request);
-    if let Err(wait) = state.limits.clients.take(&client, CLIENT_REQUESTS_PER_SEC) {
+    let budget = Budget::of(request.method(), request.uri().path());
+    let (clients, _, per_sec) = budget.buckets(&state.limits);
+    if let Err(wait) = clients.take(&client, per_sec) {
         let request_id = RequestId::of(request.headers());
         return ApiError::TooManyRequests {
             retry_after_secs: wait.as_secs().max(1),
@@ -142,19 +199,21 @@ async fn per_client(
     response
 }
 
-/// The caller of a request: a live token within its rate, with at least `role`.
-async fn caller(state: &AppState, headers: &HeaderMap, role: Role) -> Result<Caller, ApiError> {
+/// The caller of a request: a live token within its rate of `budget`, with at least `role`.
+async fn caller(
+    state: &AppState,
+    headers: &HeaderMap,
+    role: Role,
+    budget: Budget,
+) -> Result<Caller, ApiError> {
     let caller = authenticate(&state.db, headers)
         .await
         .map_err(|failure| match failure {
             AuthFailure::Refused(why) => ApiError::Unauthorized(why.to_string()),
             AuthFailure::Db(e) => ApiError::from(e),
         })?;
-    if let Err(wait) = state
-        .limits
-        .tokens
-        .take(&caller.name, TOKEN_REQUESTS_PER_SEC)
-    {
+    let (_, tokens, _) = budget.buckets(&state.limits);
+    if let Err(wait) = tokens.take(&caller.name, budget.token_rate()) {
         return Err(ApiError::TooManyRequests {
             retry_after_secs: wait.as_secs().max(1),
         });
@@ -224,6 +283,63 @@ impl From<&app::model::EventRow> for Event {
             replay_of: row.replay_of,
             replayed_by: row.replayed_by.clone(),
             resolved_by: row.resolved_by,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Budget;
+    use axum::http::Method;
+
+    #[test]
+    fn the_feeds_pages_and_nothing_else_take_the_feeds_budget() {
+        for (method, path, budget) in [
+            (Method::GET, "/api/v1/feed", Budget::FeedPages),
+            (
+                Method::GET,
+                "/api/v1/feed/consumers/loader/items",
+                Budget::FeedPages,
+            ),
+            (
+                Method::POST,
+                "/api/v1/feed/consumers/loader/items",
+                Budget::Requests,
+            ),
+            (
+                Method::POST,
+                "/api/v1/feed/consumers/loader/commit",
+                Budget::FeedPages,
+            ),
+            (
+                Method::GET,
+                "/api/v1/feed/consumers/loader/commit",
+                Budget::Requests,
+            ),
+            (
+                Method::POST,
+                "/api/v1/feed/consumers/loader/seek",
+                Budget::Requests,
+            ),
+            (
+                Method::GET,
+                "/api/v1/feed/consumers/loader",
+                Budget::Requests,
+            ),
+            (
+                Method::GET,
+                "/api/v1/feed/consumers//items",
+                Budget::Requests,
+            ),
+            (
+                Method::GET,
+                "/api/v1/feed/consumers/a/b/items",
+                Budget::Requests,
+            ),
+            (Method::GET, "/api/v1/feed/", Budget::Requests),
+            (Method::GET, "/api/v1/events", Budget::Requests),
+        ] {
+            assert_eq!(Budget::of(&method, path), budget, "{method} {path}");
         }
     }
 }

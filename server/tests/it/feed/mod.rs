@@ -11,6 +11,7 @@ use app::model::Role;
 use serde_json::Value;
 
 mod bounds;
+mod catch_up;
 mod consumers;
 mod order;
 mod owners;

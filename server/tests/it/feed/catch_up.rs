@@ -1,0 +1,80 @@
+//! A reader catching up on a backlog: the feed's pages come from a budget of their own, beside
+//! the token's requests, each bounded.
+
+use super::*;
+use server::api::{FEED_PAGES_PER_SEC, TOKEN_REQUESTS_PER_SEC};
+
+/// `n` requests of `GET path` at once: their statuses.
+async fn burst(app: &TestApp, token: &str, path: &str, n: u32) -> Vec<u16> {
+    let requests = (0..n).map(|_| app.client.get(app.url(path)).bearer_auth(token).send());
+    futures::future::join_all(requests)
+        .await
+        .into_iter()
+        .map(|answer| answer.unwrap().status().as_u16())
+        .collect()
+}
+
+fn count(statuses: &[u16], status: u16) -> usize {
+    statuses.iter().filter(|s| **s == status).count()
+}
+
+#[tokio::test]
+async fn a_reader_catching_up_reads_pages_past_the_tokens_requests_and_spends_none_of_them() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let reader = token(&app, "reader", Role::Viewer, &[]).await;
+    let loader = token(&app, "loader", Role::Viewer, &[]).await;
+    let (status, _) = put(&app, &loader, "/api/v1/feed/consumers/warehouse", "").await;
+    assert_eq!(status, 201);
+
+    // A consumer's items are pages: twice the token's requests a second at once, all read.
+    let items = burst(
+        &app,
+        &loader,
+        "/api/v1/feed/consumers/warehouse/items?limit=500",
+        2 * TOKEN_REQUESTS_PER_SEC,
+    )
+    .await;
+    assert_eq!(count(&items, 200), items.len(), "{items:?}");
+
+    // More pages at once than the address has left of its second: well past the token's
+    // requests a second, held to the feed's.
+    let pages = burst(
+        &app,
+        &reader,
+        "/api/v1/feed?limit=500",
+        FEED_PAGES_PER_SEC * 2 + 50,
+    )
+    .await;
+    assert_eq!(
+        count(&pages, 200) + count(&pages, 429),
+        pages.len(),
+        "{pages:?}"
+    );
+    assert!(
+        count(&pages, 200) > TOKEN_REQUESTS_PER_SEC as usize,
+        "{pages:?}"
+    );
+    assert!(count(&pages, 429) > 0, "{pages:?}");
+
+    // The token's other requests kept their whole second: none was spent on pages.
+    let others = burst(&app, &reader, "/api/v1/sources", TOKEN_REQUESTS_PER_SEC).await;
+    assert_eq!(count(&others, 200), others.len(), "{others:?}");
+}
+
+#[tokio::test]
+async fn made_up_tokens_on_the_feed_are_held_to_the_addresss_pages_before_any_is_looked_up() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let made_up = format!("hbt_{}", "x".repeat(43));
+    let answers = burst(&app, &made_up, "/api/v1/feed", FEED_PAGES_PER_SEC * 2 + 50).await;
+    assert_eq!(
+        count(&answers, 401) + count(&answers, 429),
+        answers.len(),
+        "{answers:?}"
+    );
+    assert!(count(&answers, 429) > 0, "{answers:?}");
+    // Looked up (401) at most a second's worth and what refilled while the burst arrived.
+    assert!(
+        count(&answers, 401) < 2 * FEED_PAGES_PER_SEC as usize,
+        "{answers:?}"
+    );
+}
