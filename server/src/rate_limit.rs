@@ -26,6 +26,9 @@ pub struct Limits {
     pub feed_pages: RateLimiter,
     /// Pages of the pull feed per client address, before a token is looked up.
     pub feed_clients: RateLimiter,
+    /// The tokens whose last page of the feed was full: catching up, they read from
+    /// `feed_pages`; a reader keeping up (small pages) takes from `tokens` like any request.
+    pub catching_up: Marks,
 }
 
 #[derive(Default)]
@@ -67,6 +70,50 @@ impl RateLimiter {
         } else {
             Err(Duration::from_secs_f64((1.0 - bucket.tokens) / rate))
         }
+    }
+}
+
+/// Keys marked for a while ([`Marks::LASTS`]): at most [`MAX_BUCKETS`], expired ones dropped
+/// first; past the bound a key is not marked (and reads as unmarked).
+#[derive(Default)]
+pub struct Marks {
+    marks: Mutex<HashMap<String, Instant>>,
+}
+
+impl Marks {
+    /// How long a mark holds after it was set.
+    pub const LASTS: Duration = Duration::from_secs(2);
+
+    /// Marks `key` now when `on`, unmarks it otherwise.
+    pub fn set(&self, key: &str, on: bool) {
+        let now = app::clock::instant();
+        let mut marks = match self.marks.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if !on {
+            marks.remove(key);
+            return;
+        }
+        if !marks.contains_key(key) && marks.len() >= MAX_BUCKETS {
+            marks.retain(|_, at| now.duration_since(*at) < Self::LASTS);
+            if marks.len() >= MAX_BUCKETS {
+                return;
+            }
+        }
+        marks.insert(key.to_string(), now);
+    }
+
+    /// Whether `key` was marked within [`Marks::LASTS`].
+    pub fn holds(&self, key: &str) -> bool {
+        let now = app::clock::instant();
+        let marks = match self.marks.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        marks
+            .get(key)
+            .is_some_and(|at| now.duration_since(*at) < Self::LASTS)
     }
 }
 
@@ -115,5 +162,23 @@ mod tests {
         assert!(limits.sources.take("shop", 5).is_ok());
         assert!(limits.tokens.take("deploy-bot", 20).is_ok());
         assert!(limits.handshakes.take("asana", 2).is_ok());
+    }
+
+    #[test]
+    fn a_mark_holds_for_its_while_and_the_marks_kept_are_bounded() {
+        let marks = Marks::default();
+        marks.set("reader", true);
+        assert!(marks.holds("reader"));
+        marks.set("reader", false);
+        assert!(!marks.holds("reader"));
+        for i in 0..MAX_BUCKETS {
+            marks.set(&format!("token {i}"), true);
+        }
+        marks.set("one more", true);
+        assert!(
+            !marks.holds("one more"),
+            "past the bound a key is not marked"
+        );
+        assert!(marks.holds("token 7"));
     }
 }

@@ -226,6 +226,9 @@ pub struct Page {
     /// Empty, while rows of transactions still running wait behind the horizon: a long poll
     /// looks again shortly rather than waiting for a wake-up.
     pub held_back: bool,
+    /// As many items as asked for, or cut short by its bytes: more wait after it (the reader is
+    /// catching up, not keeping up).
+    pub full: bool,
 }
 
 /// Why a read has no page.
@@ -388,10 +391,15 @@ pub async fn read(
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
-                "SELECT e.id, e.feed_tx, {bytes} AS bytes FROM webhook_events e
+                // The page's places first, the content joined to those alone: a plan that
+                // joined first would read every row after the cursor to sort them (a reader
+                // far behind, on an archive laid out by day).
+                "SELECT e.id, e.feed_tx, {bytes} AS bytes
+                 FROM (SELECT e.* FROM webhook_events e
+                       WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {horizon}{conditions}
+                       ORDER BY e.feed_tx, e.id LIMIT ${n}) AS e
                  {joins}
-                 WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {horizon}{conditions}
-                 ORDER BY e.feed_tx, e.id LIMIT ${n}",
+                 ORDER BY e.feed_tx, e.id",
                 bytes = carried_bytes(dialect),
                 joins = CONTENT_JOINS,
                 horizon = dialect.feed_horizon(),
@@ -414,6 +422,7 @@ pub async fn read(
             items: Vec::new(),
             next: served.map_or(after, |served| served.max(after)),
             held_back: held_back(db, after).await?,
+            full: false,
         });
     }
     let rows = db
@@ -440,6 +449,7 @@ pub async fn read(
         items,
         next,
         held_back: false,
+        full: places.len() >= limit,
     })
 }
 

@@ -319,6 +319,7 @@ pub(super) async fn items(
         }
     })
     .await?;
+    state.limits.catching_up.set(&caller.name, page.full);
     if let Some(holder) = holder
         && !wait.is_zero()
     {

@@ -177,6 +177,7 @@ pub(super) async fn read(
             .map_err(feed_error)
     })
     .await?;
+    state.limits.catching_up.set(&caller.name, page.full);
     Ok(Json(page.into()))
 }
 

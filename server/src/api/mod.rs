@@ -43,10 +43,10 @@ pub const TOKEN_REQUESTS_PER_SEC: u32 = 20;
 /// Requests one client address makes a second, per process, whatever their tokens: checked
 /// before any token is looked up, so made-up tokens cost no more than this in database reads.
 pub const CLIENT_REQUESTS_PER_SEC: u32 = 50;
-/// Feed pages a token reads a second, per process (a burst of as many), from a budget of their
-/// own ([`Budget::FeedPages`]): 500 items a page, so a reader catching up on a backlog goes at
-/// up to 50,000 items a second (a named consumer, which commits each page, 25,000) while the
-/// token's other requests keep their [`TOKEN_REQUESTS_PER_SEC`]. One client address, before
+/// Feed pages a token catching up reads a second, per process (a burst of as many), from a budget
+/// of their own ([`Budget::FeedPages`]): 500 items a page, so a reader catching up on a backlog
+/// goes at up to 50,000 items a second (a named consumer, which commits each page, 25,000) while
+/// the token's other requests keep their [`TOKEN_REQUESTS_PER_SEC`]. One client address, before
 /// its token is looked up, reads as many.
 pub const FEED_PAGES_PER_SEC: u32 = 100;
 /// The largest request body.
@@ -212,6 +212,11 @@ async fn caller(
             AuthFailure::Refused(why) => ApiError::Unauthorized(why.to_string()),
             AuthFailure::Db(e) => ApiError::from(e),
         })?;
+    // A page of the feed is a request like any other unless the token is catching up.
+    let budget = match budget {
+        Budget::FeedPages if !state.limits.catching_up.holds(&caller.name) => Budget::Requests,
+        budget => budget,
+    };
     let (_, tokens, _) = budget.buckets(&state.limits);
     if let Err(wait) = tokens.take(&caller.name, budget.token_rate()) {
         return Err(ApiError::TooManyRequests {
