@@ -114,6 +114,16 @@ pub(super) struct Met {
 }
 
 impl Met {
+    /// What the classification read.
+    pub(super) fn of(row: &impl Fields) -> Result<Met, sea_orm::DbErr> {
+        Ok(Met {
+            same_content: row.flag("same_content")?,
+            body_holder: row.text("body_holder")?,
+            revision_holder: row.text("revision_holder")?,
+            event_day: row.int("event_day")?,
+        })
+    }
+
     /// Nothing at all: the row the claim met is gone (purged since).
     pub(super) fn is_empty(&self) -> bool {
         self.same_content.is_none() && self.body_holder.is_none() && self.revision_holder.is_none()
@@ -151,16 +161,4 @@ pub(super) fn claimed_answer(
         ))
     })?;
     Ok((id, kind, row.int("current_revision")?))
-}
-
-impl Met {
-    /// What the classification read.
-    pub(super) fn of(row: &impl Fields) -> Result<Met, sea_orm::DbErr> {
-        Ok(Met {
-            same_content: row.flag("same_content")?,
-            body_holder: row.text("body_holder")?,
-            revision_holder: row.text("revision_holder")?,
-            event_day: row.int("event_day")?,
-        })
-    }
 }

@@ -124,8 +124,10 @@ pub fn router(state: AppState) -> Router<AppState> {
 
 /// What a request takes from its client address's and its token's rates: a page of the feed
 /// (`GET /api/v1/feed`, a consumer's `GET …/items` and the `POST …/commit` that turns it) from
-/// the feed's budget, everything else from the requests'. Each has buckets of its own, so a reader catching up never spends the token's
-/// other requests, nor they its pages.
+/// the feed's budget, everything else from the requests'. Each has buckets of its own, so a
+/// reader catching up never spends the token's other requests, nor they its pages. A token takes
+/// its pages from the feed's budget only while catching up (its last page was full,
+/// `Limits::catching_up`); a reader keeping up reads at the token's request rate.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Budget {
     Requests,
