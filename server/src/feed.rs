@@ -14,11 +14,14 @@
 //!   [`BACKSTOP`] too (a lost notification, SQLite's other processes).
 //! - At most [`MAX_WAITERS`] long polls wait at once per process, at most
 //!   [`MAX_WAITERS_PER_TOKEN`] of them one API token's; one more is 429.
+//! - Pages are read [`READS_AT_ONCE`] at a time per process; besides the long polls (their
+//!   places bound them) at most [`READS_WAITING`] reads wait for a turn, one more is 429.
 //! - Shutdown ends every wait at once (its answer: what there is, likely nothing).
 
 use crate::background::Background;
 use app::db::Db;
 use app::feed::{Cursor, Selection};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -50,6 +53,15 @@ pub enum NoPlace {
 /// Pages of the feed read at once in one process, at most: each holds up to about 1 MiB of
 /// bodies several times over (rows, items, the answer); the others wait their turn.
 pub const READS_AT_ONCE: usize = 2;
+
+/// Page reads waiting for their turn in one process, at most: past them a read is refused at
+/// once (429, retry after 1 s), so readers flooding the feed hold at most this many requests
+/// (their connections, buffers and tasks) in the queue, however many tokens they use.
+pub const READS_WAITING: usize = 32;
+
+/// Why a page read gets no turn: [`READS_WAITING`] reads wait for one already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadsFull;
 
 /// The watcher reads what is new at most once per this.
 pub const WATCH_PAUSE: Duration = Duration::from_millis(10);
@@ -97,6 +109,8 @@ pub struct FeedSignal {
     unannounced: Notify,
     waiting: Mutex<Vec<Arc<Waiting>>>,
     reads: tokio::sync::Semaphore,
+    /// How many reads wait for a turn now.
+    reads_waiting: AtomicUsize,
     stopping: CancellationToken,
 }
 
@@ -107,6 +121,7 @@ impl Default for FeedSignal {
             unannounced: Notify::new(),
             waiting: Mutex::new(Vec::new()),
             reads: tokio::sync::Semaphore::new(READS_AT_ONCE),
+            reads_waiting: AtomicUsize::new(0),
             stopping: CancellationToken::new(),
         }
     }
@@ -150,8 +165,29 @@ impl FeedSignal {
         })
     }
 
-    /// A turn to read a page ([`READS_AT_ONCE`] at once), for as long as it is held.
-    pub async fn reading(&self) -> tokio::sync::SemaphorePermit<'_> {
+    /// A turn to read a page ([`READS_AT_ONCE`] at once), for as long as it is held. A long
+    /// poll's read (`in_place`: it holds a place among the waiters, which bounds it) always
+    /// waits for one; any other gets none when [`READS_WAITING`] such reads wait already.
+    pub async fn reading(
+        &self,
+        in_place: bool,
+    ) -> Result<tokio::sync::SemaphorePermit<'_>, ReadsFull> {
+        if let Ok(turn) = self.reads.try_acquire() {
+            return Ok(turn);
+        }
+        if in_place {
+            return Ok(self.turn().await);
+        }
+        if self.reads_waiting.fetch_add(1, Ordering::AcqRel) >= READS_WAITING {
+            self.reads_waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(ReadsFull);
+        }
+        // Counted out however the wait ends, its request answered or dropped.
+        let _waiting = CountedOut(&self.reads_waiting);
+        Ok(self.turn().await)
+    }
+
+    async fn turn(&self) -> tokio::sync::SemaphorePermit<'_> {
         self.reads
             .acquire()
             .await
@@ -306,6 +342,15 @@ pub fn start(db: &Db, signal: &Arc<FeedSignal>, background: &Background) {
     }
 }
 
+/// Takes one off its count when dropped.
+struct CountedOut<'a>(&'a AtomicUsize);
+
+impl Drop for CountedOut<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +382,58 @@ mod tests {
         drop(mine);
         assert!(signal.wait_for(&selection, 1).is_ok());
         drop(others);
+    }
+
+    #[tokio::test]
+    async fn at_most_reads_waiting_wait_for_a_turn_besides_long_polls_and_a_dropped_wait_gives_its_place_back()
+     {
+        let signal = Arc::new(FeedSignal::default());
+        let waiting = || signal.reads_waiting.load(Ordering::Acquire);
+        let wait = || {
+            let signal = signal.clone();
+            tokio::spawn(async move { signal.reading(false).await.map(drop) })
+        };
+        let mut turns = Vec::new();
+        for _ in 0..READS_AT_ONCE {
+            turns.push(signal.reading(false).await.expect("a turn at once"));
+        }
+        let mut waits: Vec<_> = (0..READS_WAITING).map(|_| wait()).collect();
+        while waiting() < READS_WAITING {
+            tokio::task::yield_now().await;
+        }
+        let one_more = tokio::time::timeout(Duration::from_secs(5), signal.reading(false)).await;
+        assert_eq!(
+            one_more.expect("answered at once").err(),
+            Some(ReadsFull),
+            "one more is refused"
+        );
+        // A long poll's read waits for its turn all the same: its place bounds it.
+        let long_poll = {
+            let signal = signal.clone();
+            tokio::spawn(async move { signal.reading(true).await.map(drop) })
+        };
+        let dropped = waits.remove(0);
+        dropped.abort();
+        assert!(dropped.await.is_err(), "the wait was dropped");
+        assert_eq!(waiting(), READS_WAITING - 1, "its place is given back");
+        waits.push(wait());
+        while waiting() < READS_WAITING {
+            tokio::task::yield_now().await;
+        }
+        drop(turns);
+        assert_eq!(
+            long_poll.await.expect("the read ran"),
+            Ok(()),
+            "a long poll's turn"
+        );
+        for read in waits {
+            assert_eq!(
+                read.await.expect("the read ran"),
+                Ok(()),
+                "each gets its turn"
+            );
+        }
+        assert_eq!(waiting(), 0);
     }
 
     #[tokio::test]

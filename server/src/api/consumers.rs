@@ -297,20 +297,28 @@ pub(super) async fn items(
     let consumer = find(&state, &caller, &name).await?;
     let selection = consumer.selection().within(caller.sources.as_deref());
     let (consumer, first) = {
-        let _turn = state.feed.reading().await;
+        let _turn = state
+            .feed
+            .reading(false)
+            .await
+            .map_err(|_| ApiError::FeedReadsFull)?;
         consumers::items(&state.db, &name, holder, &selection, limit)
             .await
             .map_err(consumer_error)?
     };
     let mut first = Some(first);
-    let page = long_poll(&state, &caller, wait, &selection, || {
+    let page = long_poll(&state, &caller, wait, &selection, |in_place| {
         let first = first.take();
         let (state, selection) = (&state, &selection);
         async move {
             match first {
                 Some(page) => Ok(page),
                 None => {
-                    let _turn = state.feed.reading().await;
+                    let _turn = state
+                        .feed
+                        .reading(in_place)
+                        .await
+                        .map_err(|_| ApiError::FeedReadsFull)?;
                     app::feed::read(&state.db, Some(consumer.committed), selection, limit)
                         .await
                         .map_err(feed_error)

@@ -170,11 +170,18 @@ pub(super) async fn read(
     selection.types = names("type", query.event_type.as_deref())?;
     let selection = selection.within(caller.sources.as_deref());
     let wait = wait(&state, query.wait.as_deref())?;
-    let page = long_poll(&state, &caller, wait, &selection, || async {
-        let _turn = state.feed.reading().await;
-        app::feed::read(&state.db, after, &selection, limit)
-            .await
-            .map_err(feed_error)
+    let page = long_poll(&state, &caller, wait, &selection, |in_place| {
+        let (state, selection) = (&state, &selection);
+        async move {
+            let _turn = state
+                .feed
+                .reading(in_place)
+                .await
+                .map_err(|_| ApiError::FeedReadsFull)?;
+            app::feed::read(&state.db, after, selection, limit)
+                .await
+                .map_err(feed_error)
+        }
     })
     .await?;
     state.limits.catching_up.set(&caller.name, page.full);
@@ -182,7 +189,8 @@ pub(super) async fn read(
 }
 
 /// Reads until a page has items, the wait ends, or the server stops; waits without a database
-/// connection, woken only when an item `selection` takes may have been served.
+/// connection, woken only when an item `selection` takes may have been served. `read` is told
+/// whether the poll holds a place among the waiters (its turn to read is bounded by it).
 pub(super) async fn long_poll<F, Fut>(
     state: &AppState,
     caller: &Caller,
@@ -191,7 +199,7 @@ pub(super) async fn long_poll<F, Fut>(
     mut read: F,
 ) -> Result<Page, ApiError>
 where
-    F: FnMut() -> Fut,
+    F: FnMut(bool) -> Fut,
     Fut: Future<Output = Result<Page, ApiError>>,
 {
     // Among the waiters before the first read: nothing served after it goes unnoticed.
@@ -208,7 +216,7 @@ where
                 })?,
         )
     };
-    let mut page = read().await?;
+    let mut page = read(waiter.is_some()).await?;
     let Some(waiter) = waiter else {
         return Ok(page);
     };
@@ -219,7 +227,7 @@ where
             () = waiter.woken() => {}
             () = tokio::time::sleep_until(deadline) => break,
         }
-        page = read().await?;
+        page = read(true).await?;
     }
     Ok(page)
 }

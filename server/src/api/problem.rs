@@ -30,6 +30,8 @@ pub enum ApiError {
     LongPollsFull,
     /// 429: as many long polls of this token wait in this process as its share allows.
     LongPollsOfToken,
+    /// 429: as many page reads of the feed wait for their turn in this process as it allows.
+    FeedReadsFull,
     /// 408: a body search ran past its deadline and was stopped (narrow it).
     TimedOut(String),
     /// 413: the request's body is over [`super::MAX_BODY_BYTES`].
@@ -126,25 +128,9 @@ impl ApiError {
                 "Too many searches",
                 why.clone(),
             ),
-            ApiError::LongPollsFull => (
-                StatusCode::TOO_MANY_REQUESTS,
-                "long-polls-full",
-                "Too many long polls",
-                format!(
-                    "{} long polls of the feed wait in this process already: retry after 1 s, or read without wait",
-                    crate::feed::MAX_WAITERS
-                ),
-            ),
-            ApiError::LongPollsOfToken => (
-                StatusCode::TOO_MANY_REQUESTS,
-                "long-polls-of-token",
-                "Too many long polls of this token",
-                format!(
-                    "this token has {} long polls of the feed waiting in this process already, its share of the {} places: retry after 1 s, or read without wait",
-                    crate::feed::MAX_WAITERS_PER_TOKEN,
-                    crate::feed::MAX_WAITERS
-                ),
-            ),
+            ApiError::LongPollsFull | ApiError::LongPollsOfToken | ApiError::FeedReadsFull => {
+                self.feed_full()
+            }
             ApiError::TimedOut(why) => (
                 StatusCode::REQUEST_TIMEOUT,
                 "timed-out",
@@ -173,6 +159,38 @@ impl ApiError {
         }
     }
 
+    /// The feed's 429s: the process holds as many long polls or reads as it allows.
+    fn feed_full(&self) -> (StatusCode, &'static str, &'static str, String) {
+        let (slug, title, detail) = match self {
+            ApiError::LongPollsOfToken => (
+                "long-polls-of-token",
+                "Too many long polls of this token",
+                format!(
+                    "this token has {} long polls of the feed waiting in this process already, its share of the {} places: retry after 1 s, or read without wait",
+                    crate::feed::MAX_WAITERS_PER_TOKEN,
+                    crate::feed::MAX_WAITERS
+                ),
+            ),
+            ApiError::FeedReadsFull => (
+                "feed-reads-full",
+                "Too many feed reads",
+                format!(
+                    "{} reads of the feed wait for their turn in this process already: retry after 1 s",
+                    crate::feed::READS_WAITING
+                ),
+            ),
+            _ => (
+                "long-polls-full",
+                "Too many long polls",
+                format!(
+                    "{} long polls of the feed wait in this process already: retry after 1 s, or read without wait",
+                    crate::feed::MAX_WAITERS
+                ),
+            ),
+        };
+        (StatusCode::TOO_MANY_REQUESTS, slug, title, detail)
+    }
+
     /// The problem document for the request `request_id`.
     pub fn into_problem(self, request_id: &RequestId) -> Response {
         let (status, slug, title, detail) = self.parts();
@@ -199,7 +217,9 @@ impl ApiError {
         );
         let retry_after = match self {
             ApiError::TooManyRequests { retry_after_secs } => Some(retry_after_secs),
-            ApiError::LongPollsFull | ApiError::LongPollsOfToken => Some(1),
+            ApiError::LongPollsFull | ApiError::LongPollsOfToken | ApiError::FeedReadsFull => {
+                Some(1)
+            }
             _ => None,
         };
         if let Some(secs) = retry_after

@@ -85,13 +85,8 @@ pub async fn flood(
                     }
                     if status == 429
                         && let Ok(answer) = answer
-                        && answer
-                            .text()
-                            .await
-                            .unwrap_or_default()
-                            .contains("long-polls-of-token")
                     {
-                        answers.polls_over_share.fetch_add(1, Ordering::Relaxed);
+                        answers.count_refusal(&answer.text().await.unwrap_or_default());
                     }
                     if status == 0 || status >= 500 {
                         let mut errors = server_errors.lock().unwrap_or_else(|e| e.into_inner());
@@ -157,6 +152,20 @@ pub struct Greedy {
     pub polls_over_share: AtomicU64,
     /// Pages of duplicates served.
     pub duplicate_pages: AtomicU64,
+    /// Reads refused as past the process's queue of page reads (`feed-reads-full`).
+    pub reads_full: AtomicU64,
+}
+
+impl Greedy {
+    /// Counts a 429's problem document by its kind.
+    fn count_refusal(&self, problem: &str) {
+        if problem.contains("long-polls-of-token") {
+            self.polls_over_share.fetch_add(1, Ordering::Relaxed);
+        }
+        if problem.contains("feed-reads-full") {
+            self.reads_full.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The greedy token: long polls, consumers, pages of duplicates and `/metrics`, at once.
@@ -222,8 +231,8 @@ async fn greedy(
                 let Ok(answer) = answer else { return };
                 // Read to the end: the answer's bytes are what the process held.
                 let text = answer.text().await.unwrap_or_default();
-                if status == 429 && text.contains("long-polls-of-token") {
-                    answers.polls_over_share.fetch_add(1, Ordering::Relaxed);
+                if status == 429 {
+                    answers.count_refusal(&text);
                 }
                 if status == 200 && path.contains("include=duplicate") {
                     answers.duplicate_pages.fetch_add(1, Ordering::Relaxed);

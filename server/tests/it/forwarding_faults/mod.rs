@@ -29,10 +29,10 @@ mod stopped_database;
 #[derive(Default)]
 struct Seen {
     got: Vec<Received>,
-    /// The `webhook-id`s of the requests not answered yet, and when each came.
-    in_flight: Vec<(String, Instant)>,
     /// The `webhook-id`s whose requests are held while `hold` is set.
     hold_only: BTreeSet<String>,
+    /// Whether every request is held while `hold` is set, whatever its row.
+    hold_every: bool,
     /// The `webhook-id`s of the requests waiting for [`Application::release`].
     held: Vec<String>,
     /// While set, every request is answered 500.
@@ -40,8 +40,8 @@ struct Seen {
 }
 
 /// The operator's application on loopback: records each request as it arrives, then answers it
-/// after `delay` (500 while down, else 200); while held, the requests of the rows named wait for
-/// the release first.
+/// after `delay` (500 while down, else 200); while held, the requests of the rows named (or
+/// every request) wait for the release first.
 #[derive(Clone)]
 struct Application {
     url: String,
@@ -82,9 +82,8 @@ impl Application {
         let hold = {
             let mut seen = self.seen.lock().unwrap();
             seen.got.push(Received { headers, body });
-            seen.in_flight.push((id.clone(), Instant::now()));
             let hold = self.hold.subscribe();
-            let held = *hold.borrow() && seen.hold_only.contains(&id);
+            let held = *hold.borrow() && (seen.hold_every || seen.hold_only.contains(&id));
             held.then(|| {
                 seen.held.push(id.clone());
                 hold
@@ -95,11 +94,7 @@ impl Application {
             remove(&mut self.seen.lock().unwrap().held, &id);
         }
         tokio::time::sleep(self.delay).await;
-        let mut seen = self.seen.lock().unwrap();
-        if let Some(i) = seen.in_flight.iter().position(|(x, _)| *x == id) {
-            seen.in_flight.remove(i);
-        }
-        if seen.down {
+        if self.seen.lock().unwrap().down {
             (StatusCode::INTERNAL_SERVER_ERROR, "the application is down")
         } else {
             (StatusCode::OK, "the application's answer")
@@ -112,16 +107,6 @@ impl Application {
         seen.got
             .iter()
             .map(|r| header(r, "webhook-id").to_string())
-            .collect()
-    }
-
-    /// The requests not answered yet that came less than `within` ago.
-    fn in_flight(&self, within: Duration) -> Vec<String> {
-        let seen = self.seen.lock().unwrap();
-        seen.in_flight
-            .iter()
-            .filter(|(_, came)| came.elapsed() < within)
-            .map(|(id, _)| id.clone())
             .collect()
     }
 
@@ -142,9 +127,17 @@ impl Application {
         self.hold.send_replace(true);
     }
 
+    /// From now on, every arriving request waits for [`Application::release`].
+    fn hold_every(&self) {
+        let mut seen = self.seen.lock().unwrap();
+        seen.hold_every = true;
+        self.hold.send_replace(true);
+    }
+
     /// Lets the held requests be answered; returns their `webhook-id`s.
     fn release(&self) -> Vec<String> {
-        let seen = self.seen.lock().unwrap();
+        let mut seen = self.seen.lock().unwrap();
+        seen.hold_every = false;
         self.hold.send_replace(false);
         seen.held.clone()
     }
