@@ -7,7 +7,8 @@
 //! - `drain-db`: the same through the domain function the endpoint calls (`app::feed::read`),
 //!   without HTTP or the token's rate: what the database and hookbox's reading cost.
 //!
-//! The last line is machine-readable: `RESULT items=… seconds=… rate=…`.
+//! The last line is machine-readable: `RESULT items=… seconds=… rate=… pages=… empty=… refused=…`
+//! (the last three: pages answered over HTTP, how many empty, answers 429).
 
 use clap::{Parser, Subcommand};
 use std::time::{Duration, Instant};
@@ -40,19 +41,30 @@ enum Command {
     },
 }
 
-/// Reads pages after `after` until one is empty (or `until` passes, for a long poll); items read.
+/// What a reader over HTTP was answered.
+#[derive(Default)]
+struct Read {
+    items: u64,
+    /// Pages answered (200), and how many of them were empty.
+    pages: u64,
+    empty: u64,
+    /// Answers 429 (over the token's rate, or the process's queue of reads).
+    refused: u64,
+}
+
+/// Reads pages after `after` until one is empty (or `until` passes, for a long poll).
 async fn read_http(
     client: &reqwest::Client,
     url: &str,
     token: &str,
     wait: u64,
     until: Option<Instant>,
-) -> anyhow::Result<u64> {
+) -> anyhow::Result<Read> {
     let mut after: Option<String> = None;
-    let mut items = 0u64;
+    let mut read = Read::default();
     loop {
         if until.is_some_and(|t| Instant::now() >= t) {
-            return Ok(items);
+            return Ok(read);
         }
         let mut request = client
             .get(format!("{url}/api/v1/feed"))
@@ -63,6 +75,7 @@ async fn read_http(
         }
         let response = request.send().await?;
         if response.status().as_u16() == 429 {
+            read.refused += 1;
             let wait = response
                 .headers()
                 .get("retry-after")
@@ -79,10 +92,12 @@ async fn read_http(
         );
         let page: serde_json::Value = serde_json::from_slice(&response.bytes().await?)?;
         let data = page["data"].as_array().map_or(0, Vec::len) as u64;
-        items += data;
+        read.items += data;
+        read.pages += 1;
+        read.empty += u64::from(data == 0);
         after = page["next_cursor"].as_str().map(str::to_string);
         if data == 0 && until.is_none() {
-            return Ok(items);
+            return Ok(read);
         }
     }
 }
@@ -90,7 +105,7 @@ async fn read_http(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
-    let items = match Args::parse().command {
+    let read = match Args::parse().command {
         Command::Poll {
             url,
             token,
@@ -116,7 +131,10 @@ async fn main() -> anyhow::Result<()> {
                     .await
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
                 if page.items.is_empty() {
-                    break items;
+                    break Read {
+                        items,
+                        ..Read::default()
+                    };
                 }
                 items += page.items.len() as u64;
                 after = Some(page.next);
@@ -125,8 +143,12 @@ async fn main() -> anyhow::Result<()> {
     };
     let seconds = started.elapsed().as_secs_f64();
     println!(
-        "RESULT items={items} seconds={seconds:.1} rate={:.0}",
-        items as f64 / seconds
+        "RESULT items={} seconds={seconds:.1} rate={:.0} pages={} empty={} refused={}",
+        read.items,
+        read.items as f64 / seconds,
+        read.pages,
+        read.empty,
+        read.refused
     );
     Ok(())
 }

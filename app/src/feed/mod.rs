@@ -380,76 +380,59 @@ pub async fn read(
         None => latest_served(db).await?,
         Some(scope) => latest_served_of(db, scope).await?.max(purged),
     };
-    // First the places and the bytes each item carries alone, then the items within the page's
-    // bytes: a duplicate stores no body of its own but carries its event's snapshot (or the
-    // body it refers to), and counts as that.
+    // One statement: the page's places in a LIMITed subquery (a plan that joined first would
+    // read every row after the cursor to sort them, on an archive laid out by day), the content
+    // joined to those alone, and the items cut at the page's bytes by a running sum, so the
+    // content of an item past the cut is never converted. A duplicate stores no body of its
+    // own but carries its event's snapshot (or the body it refers to), and counts as that. The
+    // limit is written into the statement (an integer of 1 to 500): as a parameter, the plan
+    // kept for every limit guessed a third of the archive and read the whole inbox to join it.
     let mut values: Vec<Value> = vec![after.tx.into(), after.id.into()];
     let conditions = selection.conditions(dialect, &mut values);
-    values.push(i64::try_from(limit).unwrap_or(500).into());
-    let places = db
+    let rows = db
         .dashboard
         .query_all_raw(crate::db::statement(
             db.backend(),
             format!(
-                // The page's places first, the content joined to those alone: a plan that
-                // joined first would read every row after the cursor to sort them (a reader
-                // far behind, on an archive laid out by day).
-                "SELECT e.id, e.feed_tx, {bytes} AS bytes
-                 FROM (SELECT e.* FROM webhook_events e
-                       WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {horizon}{conditions}
-                       ORDER BY e.feed_tx, e.id LIMIT ${n}) AS e
-                 {joins}
-                 ORDER BY e.feed_tx, e.id",
+                "SELECT p.id, p.feed_tx, p.source, p.event_id, p.event_type, p.object_id,
+                        p.revision, p.outcome, p.received_at, p.body, p.body_fields,
+                        {snapshot} AS snapshot, p.body_expired_at, p.places
+                 FROM (SELECT e.id, e.feed_tx, e.source, e.event_id, e.event_type, e.object_id,
+                              e.revision, e.outcome, e.received_at, e.body_expired_at,
+                              i.snapshot AS snap, {BODY} AS body, {FIELDS} AS body_fields,
+                              SUM({bytes}) OVER (ORDER BY e.feed_tx, e.id
+                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before,
+                              COUNT(*) OVER () AS places
+                       FROM (SELECT e.* FROM webhook_events e
+                             WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {horizon}{conditions}
+                             ORDER BY e.feed_tx, e.id LIMIT {limit}) AS e
+                       {CONTENT_JOINS}) AS p
+                 WHERE COALESCE(p.before, 0) < {PAGE_BYTES}
+                 ORDER BY p.feed_tx, p.id",
+                snapshot = dialect.json_text("p.snap"),
                 bytes = carried_bytes(dialect),
-                joins = CONTENT_JOINS,
                 horizon = dialect.feed_horizon(),
-                n = values.len(),
             ),
             values,
         ))
         .await?;
-    let mut ids = Vec::with_capacity(places.len());
-    let mut bytes = 0i64;
-    for place in &places {
-        if !ids.is_empty() && bytes >= PAGE_BYTES {
-            break;
-        }
-        ids.push(place.try_get::<i64>("", "id")?);
-        bytes += place.try_get::<i64>("", "bytes")?;
-    }
-    if ids.is_empty() {
+    let Some(first) = rows.first() else {
         return Ok(Page {
             items: Vec::new(),
             next: served.map_or(after, |served| served.max(after)),
             held_back: held_back(db, after).await?,
             full: false,
         });
-    }
-    let rows = db
-        .dashboard
-        .query_all_raw(crate::db::statement(
-            db.backend(),
-            format!(
-                "SELECT e.id, e.feed_tx, e.source, e.event_id, e.event_type, e.object_id,
-                        e.revision, e.outcome, e.received_at, {BODY} AS body,
-                        {FIELDS} AS body_fields, {snapshot} AS snapshot, e.body_expired_at
-                 FROM webhook_events e
-                 {CONTENT_JOINS}
-                 WHERE e.id {among}
-                 ORDER BY e.feed_tx, e.id",
-                snapshot = dialect.json_text("i.snapshot"),
-                among = dialect.among_ids("$1"),
-            ),
-            vec![dialect.id_list(&ids).into()],
-        ))
-        .await?;
+    };
+    let places = usize::try_from(first.try_get::<i64>("", "places")?).unwrap_or(0);
     let items = rows.iter().map(item_of).collect::<Result<Vec<_>, _>>()?;
     let next = items.last().map_or(after, |i| i.cursor);
     Ok(Page {
+        // As many places as asked for, or cut short by the page's bytes.
+        full: places >= limit || items.len() < places,
         items,
         next,
         held_back: false,
-        full: places.len() >= limit,
     })
 }
 

@@ -54,6 +54,27 @@ async fn a_page_of_duplicates_is_bounded_by_the_snapshots_it_carries(backend: Ba
         items[1]["snapshot"]["pad"].as_str().unwrap().len(),
         60 * 1024
     );
+    // Cut short by its bytes, with 500 asked for and 40 there, a page is full: its reader is
+    // catching up. The last, holding the rest, is not.
+    let selection = app::feed::Selection {
+        sources: Some(vec!["shop".into()]),
+        include_duplicate: true,
+        ..app::feed::Selection::default()
+    };
+    let mut pages = Vec::new();
+    let mut after = None;
+    loop {
+        let page = app::feed::read(&app.db, after, &selection, 500)
+            .await
+            .unwrap();
+        if page.items.is_empty() {
+            break;
+        }
+        pages.push((page.items.len(), page.full));
+        after = Some(page.next);
+    }
+    let n = items.len();
+    assert_eq!(pages, [(n, true), (n, true), (40 - 2 * n, false)]);
 
     let (items, _) = drain(&app, &all, "include=duplicate&source=gh", None).await;
     let payloads: Vec<&Value> = items.iter().map(|i| &i["payload"]).collect();
