@@ -8,8 +8,9 @@
 //!   (`app::feed::news`: one small query per burst of commits, at most one per
 //!   [`WATCH_PAUSE`]) and wakes only the long polls whose selection takes one of the new items;
 //!   those read their page. A long poll waiting for a source that gets nothing costs nothing, a
-//!   commit costs one query, not one per waiting poll, and while no poll waits, nothing at all
-//!   (the watcher reads nothing then). Rows held back behind a running
+//!   commit costs one query, not one per waiting poll, and while no poll waits (one reading its
+//!   page does not: a consumer keeping up under load is always reading), nothing at all (the
+//!   watcher reads nothing then). Rows held back behind a running
 //!   transaction are looked at again after [`HELD_BACK_RECHECK`]; with polls waiting, every
 //!   [`BACKSTOP`] too (a lost notification, SQLite's other processes).
 //! - At most [`MAX_WAITERS`] long polls wait at once per process, at most
@@ -21,7 +22,7 @@
 use crate::background::Background;
 use app::db::Db;
 use app::feed::{Cursor, Selection};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -78,6 +79,8 @@ pub struct Waiting {
     /// The API token polling (`api_tokens.id`).
     token: i64,
     wake: Notify,
+    /// Whether it waits for a wake-up now (its last page was empty), not reading its page.
+    asleep: AtomicBool,
 }
 
 /// A long poll's place among the waiters; it leaves them when dropped.
@@ -89,8 +92,24 @@ pub struct Waiter {
 impl Waiter {
     /// Resolves when an item its selection takes may have been served (or was, before this
     /// was called: the wake-up is kept).
+    ///
+    /// The watcher reads what is new only while a poll is asleep here, so one reading its page
+    /// costs it nothing; falling asleep, the poll has the watcher look at once (what committed
+    /// while it read is news to it, or out of date: then every poll is woken to read again).
     pub async fn woken(&self) {
+        self.waiting.asleep.store(true, Ordering::Release);
+        let _awake = Awake(&self.waiting.asleep);
+        self.signal.heard.notify_one();
         self.waiting.wake.notified().await;
+    }
+}
+
+/// Marks a poll awake again however its sleep ends (woken, its wait over, its request gone).
+struct Awake<'a>(&'a AtomicBool);
+
+impl Drop for Awake<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -157,6 +176,7 @@ impl FeedSignal {
             selection: selection.clone(),
             token,
             wake: Notify::new(),
+            asleep: AtomicBool::new(false),
         });
         waiting.push(entry.clone());
         Ok(Waiter {
@@ -219,8 +239,9 @@ impl FeedSignal {
         }
     }
 
+    /// Whether a poll is asleep, waiting for a wake-up (not one reading its page).
     fn anyone_waiting(&self) -> bool {
-        !self.lock().is_empty()
+        self.lock().iter().any(|w| w.asleep.load(Ordering::Acquire))
     }
 }
 
@@ -434,6 +455,30 @@ mod tests {
             );
         }
         assert_eq!(waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn only_a_poll_asleep_has_the_watcher_read_and_falling_asleep_it_has_it_look() {
+        let signal = Arc::new(FeedSignal::default());
+        let waiter = signal.wait_for(&Selection::default(), 1).expect("a place");
+        assert!(
+            !signal.anyone_waiting(),
+            "reading its page, it costs nothing"
+        );
+        {
+            let sleep = waiter.woken();
+            tokio::pin!(sleep);
+            assert!(futures::poll!(&mut sleep).is_pending());
+            assert!(signal.anyone_waiting(), "asleep");
+            let looks = tokio::time::timeout(Duration::from_millis(50), signal.heard.notified());
+            assert!(looks.await.is_ok(), "the watcher was told to look");
+        }
+        assert!(!signal.anyone_waiting(), "its sleep cut short, it is awake");
+        // A wake-up sent while it read is kept for its next sleep.
+        signal.wake_all();
+        let woken = tokio::time::timeout(Duration::from_millis(50), waiter.woken());
+        assert!(woken.await.is_ok());
+        assert!(!signal.anyone_waiting());
     }
 
     #[tokio::test]
