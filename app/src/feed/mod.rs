@@ -136,12 +136,16 @@ impl Selection {
 
     /// Its conditions on `webhook_events e`, with their values numbered from `next`.
     fn conditions(&self, dialect: Dialect, values: &mut Vec<Value>) -> String {
-        let outcomes: Vec<String> = self
+        // As a CASE, not `IN`: the planner guesses half the rows pass a condition it cannot read,
+        // whatever it knows of the table. `IN` guessed 1% of a table never analyzed (a day's table in its first
+        // minute, the benchmark's fresh database) and read every row after the cursor, sorted,
+        // for each page, instead of the first of them in the index's order.
+        let outcomes: String = self
             .outcomes()
             .iter()
-            .map(|o| format!("'{}'", o.as_str()))
+            .map(|o| format!(" WHEN '{}' THEN TRUE", o.as_str()))
             .collect();
-        let mut sql = format!(" AND e.outcome IN ({})", outcomes.join(", "));
+        let mut sql = format!(" AND CASE e.outcome{outcomes} ELSE FALSE END");
         for (column, names) in [("e.source", &self.sources), ("e.event_type", &self.types)] {
             if let Some(names) = names {
                 // A name with a NUL (a consumer stored before [`check_names`] refused it) matches
