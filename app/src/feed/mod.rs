@@ -385,12 +385,13 @@ pub async fn read(
         Some(scope) => latest_served_of(db, scope).await?.max(purged),
     };
     // One statement: the page's places in a LIMITed subquery (a plan that joined first would
-    // read every row after the cursor to sort them, on an archive laid out by day), the content
-    // joined to those alone, and the items cut at the page's bytes by a running sum, so the
-    // content of an item past the cut is never converted. A duplicate stores no body of its
-    // own but carries its event's snapshot (or the body it refers to), and counts as that. The
-    // limit is written into the statement (an integer of 1 to 500): as a parameter, the plan
-    // kept for every limit guessed a third of the archive and read the whole inbox to join it.
+    // read every row after the cursor to sort them, on an archive laid out by day), each
+    // place's content looked up by its keys (a scalar subquery: never a join the planner could
+    // turn into a scan of the whole inbox or day), and the items cut at the page's bytes by a
+    // running sum, so an item past the cut is never converted to text. A duplicate stores no
+    // body of its own but carries its event's snapshot (or the body it refers to), and counts
+    // as that. The limit is written into the statement (an integer of 1 to 500): as a
+    // parameter, the plan kept for every limit guessed a third of the archive.
     let mut values: Vec<Value> = vec![after.tx.into(), after.id.into()];
     let conditions = selection.conditions(dialect, &mut values);
     let rows = db
@@ -401,16 +402,16 @@ pub async fn read(
                 "SELECT p.id, p.feed_tx, p.source, p.event_id, p.event_type, p.object_id,
                         p.revision, p.outcome, p.received_at, p.body, p.body_fields,
                         {snapshot} AS snapshot, p.body_expired_at, p.places
-                 FROM (SELECT e.id, e.feed_tx, e.source, e.event_id, e.event_type, e.object_id,
-                              e.revision, e.outcome, e.received_at, e.body_expired_at,
-                              i.snapshot AS snap, {BODY} AS body, {FIELDS} AS body_fields,
+                 FROM (SELECT e.*,
                               SUM({bytes}) OVER (ORDER BY e.feed_tx, e.id
                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before,
                               COUNT(*) OVER () AS places
-                       FROM (SELECT e.* FROM webhook_events e
+                       FROM (SELECT e.id, e.feed_tx, e.source, e.event_id, e.event_type,
+                                    e.object_id, e.revision, e.outcome, e.received_at,
+                                    e.body_expired_at, {CONTENT}
+                             FROM webhook_events e
                              WHERE (e.feed_tx, e.id) > ($1, $2) AND e.feed_tx < {horizon}{conditions}
-                             ORDER BY e.feed_tx, e.id LIMIT {limit}) AS e
-                       {CONTENT_JOINS}) AS p
+                             ORDER BY e.feed_tx, e.id LIMIT {limit}) AS e) AS p
                  WHERE COALESCE(p.before, 0) < {PAGE_BYTES}
                  ORDER BY p.feed_tx, p.id",
                 snapshot = dialect.json_text("p.snap"),
@@ -440,28 +441,30 @@ pub async fn read(
     })
 }
 
-/// What an item's content comes from: its event's snapshot in the inbox (`i`), and the earlier
-/// row whose identical body a duplicate refers to (`o`, `body_of`).
-const CONTENT_JOINS: &str =
-    "LEFT JOIN webhook_inbox i ON i.source = e.source AND i.event_id = e.event_id
-                 LEFT JOIN webhook_events o ON o.id = e.body_of";
-
-/// The body an item hands on: its own, or the one it refers to.
-const BODY: &str = "COALESCE(o.body, e.body)";
-
-/// A form's fields, which go with the body.
-const FIELDS: &str = "CASE WHEN e.body_of IS NULL THEN e.body_fields ELSE o.body_fields END";
+/// What an item's content comes from, looked up by its keys for each place: its event's snapshot
+/// in the inbox (`snap`), and its body and a form's fields, a duplicate's from the earlier row
+/// whose identical body it refers to (`body_of`; its own if that row is gone).
+const CONTENT: &str = "(SELECT i.snapshot FROM webhook_inbox i
+                                     WHERE i.source = e.source AND i.event_id = e.event_id) AS snap,
+                                    CASE WHEN e.body_of IS NULL THEN e.body
+                                         ELSE COALESCE((SELECT o.body FROM webhook_events o
+                                                        WHERE o.id = e.body_of), e.body)
+                                    END AS body,
+                                    CASE WHEN e.body_of IS NULL THEN e.body_fields
+                                         ELSE (SELECT o.body_fields FROM webhook_events o
+                                               WHERE o.id = e.body_of)
+                                    END AS body_fields";
 
 /// The bytes an item carries (what [`item_of`] makes its content of): the snapshot's text,
 /// else the form's fields, else the body.
 fn carried_bytes(dialect: Dialect) -> String {
     format!(
-        "CASE WHEN i.snapshot IS NOT NULL THEN {snapshot}
-              WHEN {FIELDS} IS NOT NULL THEN {fields}
+        "CASE WHEN e.snap IS NOT NULL THEN {snapshot}
+              WHEN e.body_fields IS NOT NULL THEN {fields}
               ELSE COALESCE({body}, 0) END",
-        snapshot = dialect.text_bytes(&dialect.json_text("i.snapshot")),
-        fields = dialect.text_bytes(FIELDS),
-        body = dialect.byte_length(BODY),
+        snapshot = dialect.text_bytes(&dialect.json_text("e.snap")),
+        fields = dialect.text_bytes("e.body_fields"),
+        body = dialect.byte_length("e.body"),
     )
 }
 
