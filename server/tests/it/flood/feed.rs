@@ -1,8 +1,8 @@
 //! The pull feed's part of the flood: from four more addresses with four viewer tokens, long
 //! polls that wait for a source that never gets a delivery (until the process's 256 waiters are
 //! taken: 429), whole pages from the start, a consumer read with a lease, and new consumers
-//! (until each token's 20: 409); and from a fifth, one greedy token that asks for every long
-//! poll and consumer it can (its share: a quarter of the polls, 20 consumers), whole pages of
+//! (until each token's 20: 409); and from a fifth, one greedy token that first asks for more
+//! long polls at once than its share, then for every long poll and consumer it can (its share: a quarter of the polls, 20 consumers), whole pages of
 //! duplicates that each carry a 256 kB snapshot, and `/metrics` (the consumers' lag).
 
 use super::hostile_pace;
@@ -30,6 +30,18 @@ pub async fn flood(
     flood: &mut Vec<tokio::task::JoinHandle<()>>,
 ) -> Flood {
     let started = Flood::default();
+    let greedy_token = app::auth::tokens::add_token(
+        db,
+        "feed-greedy",
+        app::model::Role::Viewer,
+        &[],
+        None,
+        "olga",
+        &["shop"],
+    )
+    .await
+    .expect("the greedy token");
+    share_reached(addr, client, &greedy_token, &started).await;
     let (long_polls, feed_served) = (started.calls.clone(), started.served.clone());
     for n in 0..4 {
         let token = app::auth::tokens::add_token(
@@ -103,7 +115,7 @@ pub async fn flood(
         }));
     }
     greedy(
-        db,
+        greedy_token,
         addr,
         client,
         stop,
@@ -168,10 +180,41 @@ impl Greedy {
     }
 }
 
+/// The greedy token asks for long polls one after another (within its rate of requests) until
+/// one is refused as past its share, before the other tokens start theirs (which, as many a
+/// second as its own, would otherwise take the process's places as fast as it does). At most
+/// 10 s: the flood's assertion says so if no refusal came.
+async fn share_reached(addr: SocketAddr, client: &reqwest::Client, token: &str, started: &Flood) {
+    let within_rate = std::time::Duration::from_secs(1) / (server::api::TOKEN_REQUESTS_PER_SEC - 2);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while started.greedy.polls_over_share.load(Ordering::Relaxed) == 0
+        && tokio::time::Instant::now() < deadline
+    {
+        let request = client
+            .get(format!("http://{addr}/api/v1/feed?source=sw&wait=10"))
+            .bearer_auth(token)
+            .header("X-Forwarded-For", "203.0.113.74");
+        let answers = started.greedy.clone();
+        let call = tokio::spawn(async move {
+            if let Ok(answer) = request.send().await
+                && answer.status() == 429
+            {
+                answers.count_refusal(&answer.text().await.unwrap_or_default());
+            }
+        });
+        started
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(call);
+        tokio::time::sleep(within_rate).await;
+    }
+}
+
 /// The greedy token: long polls, consumers, pages of duplicates and `/metrics`, at once.
 #[allow(clippy::too_many_arguments)]
 async fn greedy(
-    db: &Db,
+    token: String,
     addr: SocketAddr,
     client: &reqwest::Client,
     stop: &Arc<AtomicBool>,
@@ -180,17 +223,6 @@ async fn greedy(
     started: &Flood,
     flood: &mut Vec<tokio::task::JoinHandle<()>>,
 ) {
-    let token = app::auth::tokens::add_token(
-        db,
-        "feed-greedy",
-        app::model::Role::Viewer,
-        &[],
-        None,
-        "olga",
-        &["shop"],
-    )
-    .await
-    .expect("the greedy token");
     let (client, stop, flooded, server_errors, calls, answers) = (
         client.clone(),
         stop.clone(),
