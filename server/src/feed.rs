@@ -42,13 +42,26 @@ pub const MAX_WAITERS: usize = 256;
 /// places, so one token never takes them all.
 pub const MAX_WAITERS_PER_TOKEN: usize = MAX_WAITERS / 4;
 
-/// Why a long poll gets no place among the waiters.
+/// Why the process takes no more of a long poll or a page read now (the API's 429, retry
+/// after 1 s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoPlace {
-    /// [`MAX_WAITERS`] wait already.
-    Full,
-    /// The token has [`MAX_WAITERS_PER_TOKEN`] waiting already.
+pub enum Full {
+    /// [`MAX_WAITERS`] long polls wait already.
+    Waiters,
+    /// The token has [`MAX_WAITERS_PER_TOKEN`] long polls waiting already.
     TokenShare,
+    /// [`READS_WAITING`] page reads wait for their turn already.
+    Reads,
+}
+
+/// Who asks for a turn to read a page, which says whether it may queue for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// A long poll holding a place among the waiters: the places bound how many of them wait,
+    /// so it always queues.
+    Waiter,
+    /// Any other read: refused when [`READS_WAITING`] reads queue already.
+    Request,
 }
 
 /// Pages of the feed read at once in one process, at most: each holds up to about 1 MiB of
@@ -59,10 +72,6 @@ pub const READS_AT_ONCE: usize = 2;
 /// once (429, retry after 1 s), so readers flooding the feed hold at most this many requests
 /// (their connections, buffers and tasks) in the queue, however many tokens they use.
 pub const READS_WAITING: usize = 32;
-
-/// Why a page read gets no turn: [`READS_WAITING`] reads wait for one already.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadsFull;
 
 /// The watcher reads what is new at most once per this.
 pub const WATCH_PAUSE: Duration = Duration::from_millis(10);
@@ -160,17 +169,13 @@ impl FeedSignal {
     /// A place among the waiters for a poll of `selection` by the API token `token`, or why
     /// there is none ([`MAX_WAITERS`], [`MAX_WAITERS_PER_TOKEN`]). Taken before the poll's first
     /// read, so nothing served after that read is missed.
-    pub fn wait_for(
-        self: &Arc<Self>,
-        selection: &Selection,
-        token: i64,
-    ) -> Result<Waiter, NoPlace> {
+    pub fn wait_for(self: &Arc<Self>, selection: &Selection, token: i64) -> Result<Waiter, Full> {
         let mut waiting = self.lock();
         if waiting.len() >= MAX_WAITERS {
-            return Err(NoPlace::Full);
+            return Err(Full::Waiters);
         }
         if waiting.iter().filter(|w| w.token == token).count() >= MAX_WAITERS_PER_TOKEN {
-            return Err(NoPlace::TokenShare);
+            return Err(Full::TokenShare);
         }
         let entry = Arc::new(Waiting {
             selection: selection.clone(),
@@ -185,22 +190,18 @@ impl FeedSignal {
         })
     }
 
-    /// A turn to read a page ([`READS_AT_ONCE`] at once), for as long as it is held. A long
-    /// poll's read (`in_place`: it holds a place among the waiters, which bounds it) always
-    /// waits for one; any other gets none when [`READS_WAITING`] such reads wait already.
-    pub async fn reading(
-        &self,
-        in_place: bool,
-    ) -> Result<tokio::sync::SemaphorePermit<'_>, ReadsFull> {
+    /// A turn to read a page ([`READS_AT_ONCE`] at once), for as long as it is held, or
+    /// [`Full::Reads`] for a [`Reader::Request`] when [`READS_WAITING`] such reads queue already.
+    pub async fn reading(&self, reader: Reader) -> Result<tokio::sync::SemaphorePermit<'_>, Full> {
         if let Ok(turn) = self.reads.try_acquire() {
             return Ok(turn);
         }
-        if in_place {
+        if reader == Reader::Waiter {
             return Ok(self.turn().await);
         }
         if self.reads_waiting.fetch_add(1, Ordering::AcqRel) >= READS_WAITING {
             self.reads_waiting.fetch_sub(1, Ordering::AcqRel);
-            return Err(ReadsFull);
+            return Err(Full::Reads);
         }
         // Counted out however the wait ends, its request answered or dropped.
         let _waiting = CountedOut(&self.reads_waiting);
@@ -385,7 +386,7 @@ mod tests {
             .collect();
         assert_eq!(
             signal.wait_for(&selection, 1).err(),
-            Some(NoPlace::TokenShare),
+            Some(Full::TokenShare),
             "one token takes a quarter at most"
         );
         let others: Vec<Waiter> = (0..MAX_WAITERS - MAX_WAITERS_PER_TOKEN)
@@ -397,7 +398,7 @@ mod tests {
             .collect();
         assert_eq!(
             signal.wait_for(&selection, 9).err(),
-            Some(NoPlace::Full),
+            Some(Full::Waiters),
             "one more is refused"
         );
         drop(mine);
@@ -412,26 +413,32 @@ mod tests {
         let waiting = || signal.reads_waiting.load(Ordering::Acquire);
         let wait = || {
             let signal = signal.clone();
-            tokio::spawn(async move { signal.reading(false).await.map(drop) })
+            tokio::spawn(async move { signal.reading(Reader::Request).await.map(drop) })
         };
         let mut turns = Vec::new();
         for _ in 0..READS_AT_ONCE {
-            turns.push(signal.reading(false).await.expect("a turn at once"));
+            turns.push(
+                signal
+                    .reading(Reader::Request)
+                    .await
+                    .expect("a turn at once"),
+            );
         }
         let mut waits: Vec<_> = (0..READS_WAITING).map(|_| wait()).collect();
         while waiting() < READS_WAITING {
             tokio::task::yield_now().await;
         }
-        let one_more = tokio::time::timeout(Duration::from_secs(5), signal.reading(false)).await;
+        let one_more =
+            tokio::time::timeout(Duration::from_secs(5), signal.reading(Reader::Request)).await;
         assert_eq!(
             one_more.expect("answered at once").err(),
-            Some(ReadsFull),
+            Some(Full::Reads),
             "one more is refused"
         );
         // A long poll's read waits for its turn all the same: its place bounds it.
         let long_poll = {
             let signal = signal.clone();
-            tokio::spawn(async move { signal.reading(true).await.map(drop) })
+            tokio::spawn(async move { signal.reading(Reader::Waiter).await.map(drop) })
         };
         let dropped = waits.remove(0);
         dropped.abort();

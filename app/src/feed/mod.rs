@@ -136,10 +136,11 @@ impl Selection {
 
     /// Its conditions on `webhook_events e`, with their values numbered from `next`.
     fn conditions(&self, dialect: Dialect, values: &mut Vec<Value>) -> String {
-        // As a CASE, not `IN`: the planner guesses half the rows pass a condition it cannot read,
-        // whatever it knows of the table. `IN` guessed 1% of a table never analyzed (a day's table in its first
-        // minute, the benchmark's fresh database) and read every row after the cursor, sorted,
-        // for each page, instead of the first of them in the index's order.
+        // As a CASE, not `IN`: the planner guesses half the rows pass a condition it cannot
+        // read, whatever it knows of the table. `IN` guessed 1% of a table never analyzed (a
+        // day's table in its first minute, the benchmark's fresh database) and read every row
+        // after the cursor, sorted, for each page, instead of the first of them in the index's
+        // order.
         let outcomes: String = self
             .outcomes()
             .iter()

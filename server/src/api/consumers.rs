@@ -14,6 +14,7 @@ use super::doc::page;
 use super::extract::{ApiPath, Body, NoParams, Operator, PageQuery, Query, Viewer, page_by_name};
 use super::feed::{FeedPage, cursor, feed_error, long_poll, wait};
 use crate::AppState;
+use crate::feed::Reader;
 use app::auth::tokens::Caller;
 use app::feed::Selection;
 use app::feed::consumers::{self, Consumer, ConsumerError, Putter, Seek};
@@ -297,28 +298,20 @@ pub(super) async fn items(
     let consumer = find(&state, &caller, &name).await?;
     let selection = consumer.selection().within(caller.sources.as_deref());
     let (consumer, first) = {
-        let _turn = state
-            .feed
-            .reading(false)
-            .await
-            .map_err(|_| ApiError::FeedReadsFull)?;
+        let _turn = state.feed.reading(Reader::Request).await?;
         consumers::items(&state.db, &name, holder, &selection, limit)
             .await
             .map_err(consumer_error)?
     };
     let mut first = Some(first);
-    let page = long_poll(&state, &caller, wait, &selection, |in_place| {
+    let page = long_poll(&state, &caller, wait, &selection, |reader| {
         let first = first.take();
         let (state, selection) = (&state, &selection);
         async move {
             match first {
                 Some(page) => Ok(page),
                 None => {
-                    let _turn = state
-                        .feed
-                        .reading(in_place)
-                        .await
-                        .map_err(|_| ApiError::FeedReadsFull)?;
+                    let _turn = state.feed.reading(reader).await?;
                     app::feed::read(&state.db, Some(consumer.committed), selection, limit)
                         .await
                         .map_err(feed_error)

@@ -10,7 +10,7 @@
 use super::ApiError;
 use super::extract::{Query, Viewer};
 use crate::AppState;
-use crate::feed::NoPlace;
+use crate::feed::Reader;
 use app::auth::tokens::Caller;
 use app::feed::{Content, Cursor, FeedError, Item, Page, Selection};
 use axum::Json;
@@ -170,14 +170,10 @@ pub(super) async fn read(
     selection.types = names("type", query.event_type.as_deref())?;
     let selection = selection.within(caller.sources.as_deref());
     let wait = wait(&state, query.wait.as_deref())?;
-    let page = long_poll(&state, &caller, wait, &selection, |in_place| {
+    let page = long_poll(&state, &caller, wait, &selection, |reader| {
         let (state, selection) = (&state, &selection);
         async move {
-            let _turn = state
-                .feed
-                .reading(in_place)
-                .await
-                .map_err(|_| ApiError::FeedReadsFull)?;
+            let _turn = state.feed.reading(reader).await?;
             app::feed::read(&state.db, after, selection, limit)
                 .await
                 .map_err(feed_error)
@@ -190,7 +186,7 @@ pub(super) async fn read(
 
 /// Reads until a page has items, the wait ends, or the server stops; waits without a database
 /// connection, woken only when an item `selection` takes may have been served. `read` is told
-/// whether the poll holds a place among the waiters (its turn to read is bounded by it).
+/// who reads: a [`Reader::Waiter`] when the poll holds a place among the waiters.
 pub(super) async fn long_poll<F, Fut>(
     state: &AppState,
     caller: &Caller,
@@ -199,27 +195,15 @@ pub(super) async fn long_poll<F, Fut>(
     mut read: F,
 ) -> Result<Page, ApiError>
 where
-    F: FnMut(bool) -> Fut,
+    F: FnMut(Reader) -> Fut,
     Fut: Future<Output = Result<Page, ApiError>>,
 {
     // Among the waiters before the first read: nothing served after it goes unnoticed.
-    let waiter = if wait.is_zero() {
-        None
-    } else {
-        Some(
-            state
-                .feed
-                .wait_for(selection, caller.id)
-                .map_err(|refused| match refused {
-                    NoPlace::Full => ApiError::LongPollsFull,
-                    NoPlace::TokenShare => ApiError::LongPollsOfToken,
-                })?,
-        )
-    };
-    let mut page = read(waiter.is_some()).await?;
-    let Some(waiter) = waiter else {
-        return Ok(page);
-    };
+    if wait.is_zero() {
+        return read(Reader::Request).await;
+    }
+    let waiter = state.feed.wait_for(selection, caller.id)?;
+    let mut page = read(Reader::Waiter).await?;
     let deadline = tokio::time::Instant::now() + wait;
     while page.items.is_empty() {
         tokio::select! {
@@ -227,7 +211,7 @@ where
             () = waiter.woken() => {}
             () = tokio::time::sleep_until(deadline) => break,
         }
-        page = read(true).await?;
+        page = read(Reader::Waiter).await?;
     }
     Ok(page)
 }

@@ -26,12 +26,9 @@ pub enum ApiError {
     TooManyRequests { retry_after_secs: u64 },
     /// 429: a body search is running for this token already, or too many for the process.
     Busy(String),
-    /// 429: as many long polls of the feed wait in this process as it allows.
-    LongPollsFull,
-    /// 429: as many long polls of this token wait in this process as its share allows.
-    LongPollsOfToken,
-    /// 429: as many page reads of the feed wait for their turn in this process as it allows.
-    FeedReadsFull,
+    /// 429: the process holds as many long polls of the feed (all, or this token's share) or
+    /// page reads waiting for their turn as it allows.
+    FeedFull(crate::feed::Full),
     /// 408: a body search ran past its deadline and was stopped (narrow it).
     TimedOut(String),
     /// 413: the request's body is over [`super::MAX_BODY_BYTES`].
@@ -128,9 +125,7 @@ impl ApiError {
                 "Too many searches",
                 why.clone(),
             ),
-            ApiError::LongPollsFull | ApiError::LongPollsOfToken | ApiError::FeedReadsFull => {
-                self.feed_full()
-            }
+            ApiError::FeedFull(full) => feed_full(*full),
             ApiError::TimedOut(why) => (
                 StatusCode::REQUEST_TIMEOUT,
                 "timed-out",
@@ -158,39 +153,48 @@ impl ApiError {
             ),
         }
     }
+}
 
-    /// The feed's 429s: the process holds as many long polls or reads as it allows.
-    fn feed_full(&self) -> (StatusCode, &'static str, &'static str, String) {
-        let (slug, title, detail) = match self {
-            ApiError::LongPollsOfToken => (
-                "long-polls-of-token",
-                "Too many long polls of this token",
-                format!(
-                    "this token has {} long polls of the feed waiting in this process already, its share of the {} places: retry after 1 s, or read without wait",
-                    crate::feed::MAX_WAITERS_PER_TOKEN,
-                    crate::feed::MAX_WAITERS
-                ),
+/// The feed's 429s: the process holds as many long polls or reads as it allows.
+fn feed_full(full: crate::feed::Full) -> (StatusCode, &'static str, &'static str, String) {
+    use crate::feed::Full;
+    let (slug, title, detail) = match full {
+        Full::TokenShare => (
+            "long-polls-of-token",
+            "Too many long polls of this token",
+            format!(
+                "this token has {} long polls of the feed waiting in this process already, its share of the {} places: retry after 1 s, or read without wait",
+                crate::feed::MAX_WAITERS_PER_TOKEN,
+                crate::feed::MAX_WAITERS
             ),
-            ApiError::FeedReadsFull => (
-                "feed-reads-full",
-                "Too many feed reads",
-                format!(
-                    "{} reads of the feed wait for their turn in this process already: retry after 1 s",
-                    crate::feed::READS_WAITING
-                ),
+        ),
+        Full::Reads => (
+            "feed-reads-full",
+            "Too many feed reads",
+            format!(
+                "{} reads of the feed wait for their turn in this process already: retry after 1 s",
+                crate::feed::READS_WAITING
             ),
-            _ => (
-                "long-polls-full",
-                "Too many long polls",
-                format!(
-                    "{} long polls of the feed wait in this process already: retry after 1 s, or read without wait",
-                    crate::feed::MAX_WAITERS
-                ),
+        ),
+        Full::Waiters => (
+            "long-polls-full",
+            "Too many long polls",
+            format!(
+                "{} long polls of the feed wait in this process already: retry after 1 s, or read without wait",
+                crate::feed::MAX_WAITERS
             ),
-        };
-        (StatusCode::TOO_MANY_REQUESTS, slug, title, detail)
+        ),
+    };
+    (StatusCode::TOO_MANY_REQUESTS, slug, title, detail)
+}
+
+impl From<crate::feed::Full> for ApiError {
+    fn from(full: crate::feed::Full) -> Self {
+        ApiError::FeedFull(full)
     }
+}
 
+impl ApiError {
     /// The problem document for the request `request_id`.
     pub fn into_problem(self, request_id: &RequestId) -> Response {
         let (status, slug, title, detail) = self.parts();
@@ -217,9 +221,7 @@ impl ApiError {
         );
         let retry_after = match self {
             ApiError::TooManyRequests { retry_after_secs } => Some(retry_after_secs),
-            ApiError::LongPollsFull | ApiError::LongPollsOfToken | ApiError::FeedReadsFull => {
-                Some(1)
-            }
+            ApiError::FeedFull(_) => Some(1),
             _ => None,
         };
         if let Some(secs) = retry_after

@@ -8,7 +8,7 @@
 //! a script past the bound is told to wait, and the others keep their share of the pool.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Dashboard requests one user may have in flight at once, running or waiting their turn
@@ -45,10 +45,16 @@ pub struct Turn {
     _place: Place,
 }
 
+/// The users' counts; a panic while another request held them left them whole (each change is
+/// one step), so they are used as they are.
+fn lock(users: &Mutex<HashMap<String, Usage>>) -> MutexGuard<'_, HashMap<String, Usage>> {
+    users.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl InFlight {
     /// A place for one more request of `user`, or the sentence that refuses it.
     pub fn enter(&self, user: &str) -> Result<Place, String> {
-        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        let mut users = lock(&self.users);
         let usage = users.entry(user.to_string()).or_insert_with(|| Usage {
             in_flight: 0,
             turns: Arc::new(Semaphore::new(RUNNING_PER_USER)),
@@ -69,7 +75,7 @@ impl InFlight {
 
     /// Requests of `user` in flight, running or waiting.
     pub fn of(&self, user: &str) -> usize {
-        let users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        let users = lock(&self.users);
         users.get(user).map_or(0, |usage| usage.in_flight)
     }
 }
@@ -103,7 +109,7 @@ impl Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
-        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        let mut users = lock(&self.users);
         if let Some(usage) = users.get_mut(&self.user) {
             usage.in_flight = usage.in_flight.saturating_sub(1);
             if usage.in_flight == 0 {
