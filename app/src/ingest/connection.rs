@@ -247,14 +247,20 @@ pub(super) async fn record<C: ConnectionTrait>(
         let event_day = met.event_day;
         let outcome = met.outcome(mode);
         let failed = outcome.status() == crate::model::Status::Failed;
+        let row = valid_row(received, envelope, &outcome, event_day);
         let archive_id = match on {
-            On::Orm(txn) if failed => {
-                failure(*txn, &valid_row(received, envelope, &outcome, event_day)).await?
-            }
+            On::Orm(txn) if failed => failure(*txn, &row).await?,
             _ if failed => {
-                return Ok(Step::Failing(Failing { outcome, event_day }));
+                // In autocommit: a failure of a cause it changes nothing of is one statement;
+                // otherwise its archive row and its problem's change are the caller's
+                // transaction.
+                let unchanged = &statements.failure_of_unchanged_problem;
+                match on.rows(unchanged, &row).await?.first() {
+                    Some(archived) => archived.int("id")?.ok_or(DbErr::RecordNotInserted)?,
+                    None => return Ok(Step::Failing(Failing { outcome, event_day })),
+                }
             }
-            _ => archive(on, &valid_row(received, envelope, &outcome, event_day)).await?,
+            _ => archive(on, &row).await?,
         };
         return Ok(Step::Recorded(Recorded {
             archive_id,

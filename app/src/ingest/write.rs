@@ -161,6 +161,11 @@ pub(super) struct Statements {
     /// is byte for byte an earlier archived body of its event refers to that row (`body_of`)
     /// with an empty body of its own: a re-post costs its headers, not another copy.
     pub archive: Named,
+    /// A failure's archive row when its cause's problem is one the failure changes nothing of
+    /// (open or ignored: `problems::marks::unchanged_by_a_failure`, whose row it holds `FOR
+    /// SHARE` until it commits): `id`, or no row (nothing written) when the problem's change
+    /// must be decided in a transaction (`problems::marks::failed`).
+    pub failure_of_unchanged_problem: Named,
     /// The projection's revision after a stale answer (`revision`).
     pub current_revision: Named,
     /// A replay (the archive row `replay`) that did not fail resolves the failure it replays
@@ -212,7 +217,15 @@ impl Statements {
             forwarding: Claimed::build(dialect, true),
             unforwarded: Claimed::build(dialect, false),
             classify: Named::new(&classify(dialect)),
-            archive: Named::new(&archive(dialect)),
+            archive: Named::new(&archive(dialect, "")),
+            failure_of_unchanged_problem: Named::new(&format!(
+                "WITH problem AS ({unchanged})\n{archive}",
+                unchanged = crate::db::problems::marks::unchanged_by_a_failure(
+                    dialect,
+                    (":source", ":outcome", ":error_class")
+                ),
+                archive = archive(dialect, "WHERE EXISTS (SELECT 1 FROM problem)"),
+            )),
             current_revision: Named::new(
                 "SELECT revision FROM object_state WHERE source = :source AND object_id = :object_id",
             ),
@@ -372,12 +385,14 @@ fn classify(dialect: Dialect) -> String {
     )
 }
 
-/// One archive row with its outcome bound (see [`Statements::archive`]).
-fn archive(dialect: Dialect) -> String {
+/// One archive row with its outcome bound (see [`Statements::archive`]), written when
+/// `condition` (a `WHERE` clause, or nothing) holds.
+fn archive(dialect: Dialect, condition: &str) -> String {
     format!(
         "INSERT INTO webhook_events ({archive_columns}, body_of)
     SELECT {values}, same.id
     FROM (SELECT 1) AS one {same}
+    {condition}
     RETURNING id",
         archive_columns = archive_columns(dialect),
         values = archive_values(

@@ -168,15 +168,7 @@ pub async fn failed<C: ConnectionTrait>(conn: &C, cause: &Cause) -> Result<(), D
     let unchanged = conn
         .query_one_raw(statement(
             dialect,
-            format!(
-                "SELECT p.id FROM problems p
-                 WHERE p.source = $1 AND p.outcome = $2 AND p.error_class = $3
-                   AND (p.open OR EXISTS (SELECT 1 FROM problem_states s
-                                          WHERE s.source = $1 AND s.outcome = $2
-                                            AND s.error_class = $3 AND s.state = '{ignored}')){share}",
-                ignored = ProblemState::Ignored.as_str(),
-                share = dialect.lock_for_share(),
-            ),
+            unchanged_by_a_failure(dialect, ("$1", "$2", "$3")),
             key(cause, class),
         ))
         .await?
@@ -185,6 +177,25 @@ pub async fn failed<C: ConnectionTrait>(conn: &C, cause: &Cause) -> Result<(), D
         notice(conn, cause).await?;
     }
     Ok(())
+}
+
+/// The `problems` row (its `id`) of the cause whose source, outcome and class are the values
+/// `(source, outcome, class)` stand for, when a failure of it changes nothing: the cause is
+/// marked open, or ignored. Locked `FOR SHARE` until commit (on PostgreSQL), so failures of one
+/// open cause never wait for each other and a change deciding it closed waits for them.
+pub(crate) fn unchanged_by_a_failure(
+    dialect: Dialect,
+    (source, outcome, class): (&str, &str, &str),
+) -> String {
+    format!(
+        "SELECT p.id FROM problems p
+         WHERE p.source = {source} AND p.outcome = {outcome} AND p.error_class = {class}
+           AND (p.open OR EXISTS (SELECT 1 FROM problem_states s
+                                  WHERE s.source = {source} AND s.outcome = {outcome}
+                                    AND s.error_class = {class} AND s.state = '{ignored}')){share}",
+        ignored = ProblemState::Ignored.as_str(),
+        share = dialect.lock_for_share(),
+    )
 }
 
 /// The problem as the API shows it, now: its counts and times from its open failures.

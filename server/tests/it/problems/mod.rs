@@ -13,6 +13,8 @@
 //! - `bulk`: what a bulk replay skips, and its audit entry.
 //! - `replay_guard`: the 409 of a replay that would fail as its original did.
 //! - `counts`: the overview's and the metrics' open problems and failures, its newest open failures.
+//! - `failing_again`: a failure of an open cause changes nothing of it; one that arrives while
+//!   the cause is closed waits for the change, then opens it again.
 //! - `forwarding`: a destination's dead deliveries as problems, resolved by a retry that delivers.
 //!
 //! [`broken`], [`fixed`] and [`crm_failures`] serve the dashboard's replay tests too: a bulk
@@ -26,6 +28,7 @@ use std::path::Path;
 
 mod bulk;
 mod counts;
+mod failing_again;
 mod forwarding;
 mod grouping;
 mod replay_guard;
