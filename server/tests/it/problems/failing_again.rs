@@ -60,7 +60,7 @@ async fn a_failure_arriving_while_its_cause_is_closed_waits_then_opens_it_again(
     assert_eq!(first.outcome(), "reused_revision");
 
     // A change deciding the cause closed, holding its row until it commits.
-    let txn = app::ingest::begin(&app.db).await.unwrap();
+    let txn = app::ingest::begin(&app.db).await.expect("a transaction");
     let closing = sea_orm::Statement::from_string(
         sea_orm::DatabaseBackend::Postgres,
         "UPDATE problems SET open = false, changes = changes + 1
@@ -68,14 +68,14 @@ async fn a_failure_arriving_while_its_cause_is_closed_waits_then_opens_it_again(
     );
     sea_orm::ConnectionTrait::execute_raw(&txn, closing)
         .await
-        .unwrap();
+        .expect("the cause closed");
     let holder = backend_pid(&txn).await;
 
     let body = event("e1-again", "order-1", 1, "{}");
     let again = app.send("shop", &body);
     let commit = async {
         wait_until_statement_blocked_by(&app.db, holder, "WITH problem AS").await;
-        txn.commit().await.unwrap();
+        txn.commit().await.expect("the change committed");
     };
     let (answer, ()) = tokio::join!(again, commit);
 
