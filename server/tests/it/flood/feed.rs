@@ -30,31 +30,11 @@ pub async fn flood(
     flood: &mut Vec<tokio::task::JoinHandle<()>>,
 ) -> Flood {
     let started = Flood::default();
-    let greedy_token = app::auth::tokens::add_token(
-        db,
-        "feed-greedy",
-        app::model::Role::Viewer,
-        &[],
-        None,
-        "olga",
-        &["shop"],
-    )
-    .await
-    .expect("the greedy token");
+    let greedy_token = super::viewer_token(db, "feed-greedy").await;
     share_reached(addr, client, &greedy_token, &started).await;
     let (long_polls, feed_served) = (started.calls.clone(), started.served.clone());
     for n in 0..4 {
-        let token = app::auth::tokens::add_token(
-            db,
-            &format!("feed-flooder-{n}"),
-            app::model::Role::Viewer,
-            &[],
-            None,
-            "olga",
-            &["shop"],
-        )
-        .await
-        .expect("a feed flooder's token");
+        let token = super::viewer_token(db, &format!("feed-flooder-{n}")).await;
         let (client, stop, flooded, server_errors, long_polls, feed_served, answers) = (
             client.clone(),
             stop.clone(),

@@ -259,17 +259,7 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
     // The API's heaviest reads, with a valid viewer token: whole pages (500 rows), body
     // searches, the big deliveries one by one, an object's history, every problem, a route's
     // preview over the newest 10,000 deliveries; never a 5xx.
-    let api_token = app::auth::tokens::add_token(
-        &db,
-        "flooding-script",
-        app::model::Role::Viewer,
-        &[],
-        None,
-        "olga",
-        &["shop"],
-    )
-    .await
-    .expect("the flooder's API token");
+    let api_token = viewer_token(&db, "flooding-script").await;
     // Answered 200: the token's rate (20 a second) is served, the rest refused with 429.
     let api_served = Arc::new(AtomicU64::new(0));
     for _ in 0..if on("api") { 2 } else { 0 } {
@@ -590,4 +580,19 @@ async fn a_flood_of_sign_ins_refused_requests_and_exports_leaves_paced_deliverie
         largest_refused < 16 * 1024,
         "a refused-requests row holds {largest_refused} bytes"
     );
+}
+
+/// A viewer's API token named `name` for the source `shop`, made by olga.
+async fn viewer_token(db: &app::db::Db, name: &str) -> String {
+    app::auth::tokens::add_token(
+        db,
+        name,
+        app::model::Role::Viewer,
+        &[],
+        None,
+        "olga",
+        &["shop"],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the token {name}: {e:?}"))
 }
