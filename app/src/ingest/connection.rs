@@ -1,7 +1,8 @@
 //! Where the write path's statements run ([`On`]): a parked PostgreSQL connection, the SQLite
 //! writer connection, or a caller's SeaORM transaction; and [`record`], the one sequence every
 //! valid delivery goes through on any of them: the claimed path (one statement on PostgreSQL,
-//! one script on SQLite, `write`), else the classification and the archive row.
+//! one script on SQLite, `write`), else the classification and the archive row (on PostgreSQL
+//! one statement for a duplicate of an event received the same day).
 //!
 //! One thing the claimed statement's single snapshot cannot see on PostgreSQL: a revision
 //! committed by another delivery after the statement began. The outcome never depends on it (the
@@ -240,12 +241,26 @@ pub(super) async fn record<C: ConnectionTrait>(
         }
         // A statement of its own: at READ COMMITTED the claim may have waited for a concurrent
         // transaction whose row its snapshot could not see; this statement's snapshot can.
-        let met = Met::of(&on.one(&statements.classify, &delivery).await?)?;
+        let classified = on.one(&statements.classify, &delivery).await?;
+        let met = Met::of(&classified)?;
         if met.is_empty() && claims < CLAIMS {
             continue;
         }
         let event_day = met.event_day;
         let outcome = met.outcome(mode);
+        if let Some(archive_id) = classified.int("archived")? {
+            // The statement archived a duplicate: what it read must decide one here too.
+            if outcome != Outcome::Duplicate {
+                return Err(DbErr::Type(format!(
+                    "the classification archived a duplicate of what decides {}",
+                    outcome.name()
+                )));
+            }
+            return Ok(Step::Recorded(Recorded {
+                archive_id,
+                outcome,
+            }));
+        }
         let failed = outcome.status() == crate::model::Status::Failed;
         let row = valid_row(received, envelope, &outcome, event_day);
         let archive_id = match on {

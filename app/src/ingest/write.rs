@@ -155,7 +155,10 @@ pub(super) struct Statements {
     pub unforwarded: Claimed,
     /// What an unclaimed delivery's claim met, in one statement (one snapshot): one row of
     /// `same_content` (null when no row has the event id), `body_holder` (the event that carried
-    /// that signed body), `revision_holder` (the event holding that object revision).
+    /// that signed body), `revision_holder` (the event holding that object revision),
+    /// `event_day` (the day the inbox received the event id's row) and `archived`: on
+    /// PostgreSQL, a duplicate of an event received the same day is archived by this statement
+    /// too (the row's id; a retry costs two round trips, not three), null otherwise.
     pub classify: Named,
     /// One archive row with the outcome, status and error bound (`id`). A duplicate whose body
     /// is byte for byte an earlier archived body of its event refers to that row (`body_of`)
@@ -360,9 +363,47 @@ INSERT INTO webhook_events ({archive_columns})
     )
 }
 
-/// What an unclaimed delivery's claim met (see [`Statements::classify`]): content compared as
-/// `jsonb` on PostgreSQL, through the canonical form on SQLite.
+/// What an unclaimed delivery's claim met, and on PostgreSQL the archive row of a duplicate of
+/// an event the inbox received the same day (see [`Statements::classify`]).
 fn classify(dialect: Dialect) -> String {
+    let met = met(dialect);
+    match dialect {
+        Dialect::Postgres => {
+            let duplicate = OutcomeKind::Duplicate;
+            let status = format!("'{}'", duplicate.status().as_str());
+            let decided = Decided {
+                status: &status,
+                outcome: &literal(duplicate),
+                // A duplicate is no failure: no error (checked by a test).
+                error: ("NULL", "NULL"),
+                // The delivery's own day, so the plan reads that day's table alone; an event
+                // the inbox received on another day is archived by `archive`.
+                event_day: ":event_day",
+            };
+            // `Met::outcome`'s duplicate: the event id's row holds this content, or any content
+            // for a dedup source. `record` checks the two agree.
+            let condition = "WHERE met.event_day = :event_day
+      AND (met.same_content OR (met.same_content IS NOT NULL AND :dedup))";
+            format!(
+                "WITH met AS (
+{met}
+),
+archived AS (
+    {archive}
+)
+SELECT met.same_content, met.body_holder, met.revision_holder, met.event_day,
+       (SELECT id FROM archived) AS archived
+FROM met",
+                archive = archive_from(dialect, &decided, "met", condition),
+            )
+        }
+        Dialect::Sqlite => format!("{met},\n    NULL AS archived"),
+    }
+}
+
+/// What an unclaimed delivery's claim met, in one snapshot: content compared as `jsonb` on
+/// PostgreSQL, through the canonical form on SQLite.
+fn met(dialect: Dialect) -> String {
     let (column, content) = if dialect.compares_canonical() {
         ("snapshot_canonical", ":content".to_string())
     } else {
@@ -385,21 +426,43 @@ fn classify(dialect: Dialect) -> String {
     )
 }
 
+/// What an archive row's statement decides that the delivery's parameters do not carry: its
+/// status, outcome and error (message, class) as SQL, and the day the inbox received its event.
+struct Decided<'a> {
+    status: &'a str,
+    outcome: &'a str,
+    error: (&'a str, &'a str),
+    event_day: &'a str,
+}
+
+/// An archive row's outcome as bound by an [`ArchiveRow`].
+const BOUND: Decided<'static> = Decided {
+    status: ":status",
+    outcome: ":outcome",
+    error: (":error_message", ":error_class"),
+    event_day: ":event_day",
+};
+
 /// One archive row with its outcome bound (see [`Statements::archive`]), written when
 /// `condition` (a `WHERE` clause, or nothing) holds.
 fn archive(dialect: Dialect, condition: &str) -> String {
+    archive_from(dialect, &BOUND, "(SELECT 1) AS one", condition)
+}
+
+/// One archive row of the outcome `decided`, selected from `from` when `condition` holds.
+fn archive_from(dialect: Dialect, decided: &Decided<'_>, from: &str, condition: &str) -> String {
     format!(
         "INSERT INTO webhook_events ({archive_columns}, body_of)
     SELECT {values}, same.id
-    FROM (SELECT 1) AS one {same}
+    FROM {from} {same}
     {condition}
     RETURNING id",
         archive_columns = archive_columns(dialect),
         values = archive_values(
             dialect,
-            ":status",
-            ":outcome",
-            (":error_message", ":error_class"),
+            decided.status,
+            decided.outcome,
+            decided.error,
             (
                 &format!(
                     "CASE WHEN same.id IS NULL THEN :body ELSE {} END",
@@ -412,14 +475,15 @@ fn archive(dialect: Dialect, condition: &str) -> String {
         same = dialect.left_join_lateral(
             &format!(
                 "SELECT id FROM webhook_events
-           WHERE :outcome = {duplicate} AND event_id = :event_id AND source = :source
+           WHERE {outcome} = {duplicate} AND event_id = :event_id AND source = :source
              AND body_of IS NULL AND body = :body{that_day}
            LIMIT 1{key_share}",
+                outcome = decided.outcome,
                 duplicate = literal(OutcomeKind::Duplicate),
                 // The event's first delivery was archived on the day the inbox received it: on
                 // PostgreSQL that day's table alone is read. Any row holding the body will do:
                 // no order, so the plan goes by the event's index, not along the day's ids.
-                that_day = dialect.ids_of_day("id", ":event_day"),
+                that_day = dialect.ids_of_day("id", decided.event_day),
                 // The row referred to is kept from a purge or a body expiry until this commits;
                 // one of those under way is waited for, and then the row is gone or its body
                 // is: this duplicate keeps its own copy.
@@ -437,6 +501,8 @@ pub(super) struct Delivery<'a> {
     pub envelope: &'a Envelope,
     /// A snapshot source's delivery with its object, revision and snapshot: it is projected.
     pub projected: bool,
+    /// A dedup source's delivery: its event id alone is its identity.
+    dedup: bool,
     /// Where an applied or accepted outcome is forwarded, as a JSON array.
     destinations: String,
     /// What a forward delivery carries without a snapshot: a dedup source's whole body (only
@@ -465,6 +531,7 @@ impl<'a> Delivery<'a> {
             received,
             envelope,
             projected,
+            dedup: mode == Mode::Dedup,
             destinations,
             body_payload,
             now: chrono::Utc::now(),
@@ -510,6 +577,8 @@ impl Binds for Delivery<'_> {
             "body_payload" => self.body_payload.as_deref().into(),
             "now" => self.now.into(),
             "projected" => self.projected.into(),
+            "dedup" => self.dedup.into(),
+            "event_day" => crate::db::days::day_number(received.received_at).into(),
             _ => return None,
         })
     }

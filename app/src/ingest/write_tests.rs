@@ -49,6 +49,25 @@ fn every_outcome_a_claim_decides_has_the_one_claimed_status() {
 }
 
 #[test]
+fn a_duplicate_is_archived_with_no_error_as_the_classification_writes_it() {
+    // `classify` writes a duplicate's archive row with no error message and no class.
+    assert_eq!(Outcome::Duplicate.error_message(), None);
+    assert_eq!(
+        super::super::problem::error_class(OutcomeKind::Duplicate, None),
+        None
+    );
+    let sql = Statements::of(Dialect::Postgres).classify.sql();
+    assert!(sql.contains("INSERT INTO webhook_events"), "{sql}");
+    assert!(
+        sql.contains(&format!("'{}'", OutcomeKind::Duplicate.status().as_str())),
+        "{sql}"
+    );
+    // SQLite's one writer has no round trip to save: it classifies alone.
+    let sql = Statements::of(Dialect::Sqlite).classify.sql();
+    assert!(!sql.contains("INSERT"), "{sql}");
+}
+
+#[test]
 fn the_statements_name_only_parameters_the_delivery_or_the_archive_row_binds() {
     let delivery = [
         "source",
@@ -70,6 +89,8 @@ fn the_statements_name_only_parameters_the_delivery_or_the_archive_row_binds() {
         "body_payload",
         "now",
         "projected",
+        "dedup",
+        "event_day",
     ];
     let archive = [
         "source",

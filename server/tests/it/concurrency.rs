@@ -163,6 +163,82 @@ async fn a_copy_that_waited_for_its_events_commit_is_a_duplicate_referring_to_it
     );
 }
 
+/// A retry of the event delivered at `first_at`, while the first delivery's archive row is held
+/// `FOR UPDATE`: the statement that archives the retry waits for it (it locks the row whose
+/// body it refers to), and `archiving` names that statement. The retry is a duplicate that
+/// refers to the first delivery's body.
+async fn retry_case(first_at: chrono::DateTime<chrono::Utc>, archiving: &str) {
+    let test_db = test_db(Backend::Postgres).await;
+    let db = test_db.db.clone();
+    let day = app::maintenance::partitions::day_number(first_at);
+    app::maintenance::partitions::make_days(&db, day, day)
+        .await
+        .expect("the first delivery's day");
+    let body = event("e1", "order-1", 1, r#"{"a":1}"#);
+    let mut first = received(&body);
+    first.received_at = first_at;
+    let first =
+        ingest::apply_delivery(&db, app::envelope::Mode::Snapshot, &first, &envelope(&body))
+            .await
+            .expect("the first delivery");
+    assert_eq!(first.outcome, Outcome::Applied { revision: 1 });
+
+    let txn = ingest::begin(&db).await.expect("begin");
+    txn.execute_raw(Statement::from_sql_and_values(
+        sea_orm::DatabaseBackend::Postgres,
+        "SELECT id FROM webhook_events WHERE id = $1 FOR UPDATE",
+        vec![first.archive_id.into()],
+    ))
+    .await
+    .expect("the first delivery's row held");
+    let holder = backend_pid(&txn).await;
+    let (retry_received, retry_envelope) = (received(&body), envelope(&body));
+    let (retry, ()) = tokio::join!(
+        ingest::apply_delivery(
+            &db,
+            app::envelope::Mode::Snapshot,
+            &retry_received,
+            &retry_envelope,
+        ),
+        async {
+            wait_until_statement_blocked_by(&db, holder, archiving).await;
+            txn.commit().await.expect("release the row");
+        }
+    );
+    let retry = retry.expect("the retry is recorded");
+    assert_eq!(retry.outcome, Outcome::Duplicate);
+    assert_eq!(
+        texts(
+            &db,
+            "SELECT status, outcome, CAST(body_of AS text), CAST(length(body) AS text)
+               FROM webhook_events WHERE id = $1",
+            vec![retry.archive_id.into()],
+        )
+        .await,
+        vec![vec![
+            Some("skipped".into()),
+            Some("duplicate".into()),
+            Some(first.archive_id.to_string()),
+            Some("0".into()),
+        ]],
+        "the retry refers to the first delivery's body"
+    );
+}
+
+#[tokio::test]
+async fn a_retry_of_an_event_received_today_is_classified_and_archived_in_one_statement() {
+    retry_case(chrono::Utc::now(), "WITH met AS").await;
+}
+
+#[tokio::test]
+async fn a_retry_of_an_event_received_on_an_earlier_day_refers_to_its_body_in_that_days_table() {
+    retry_case(
+        chrono::Utc::now() - chrono::Duration::days(1),
+        "INSERT INTO webhook_events",
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn other_content_that_waited_for_its_events_commit_is_a_reused_event_id() {
     let (outcome, rows) = waiting_case(&event("e1", "order-1", 1, r#"{"a":2}"#)).await;
