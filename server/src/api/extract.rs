@@ -23,7 +23,7 @@ impl FromRequestParts<AppState> for Viewer {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let budget = super::Budget::of(&parts.method, parts.uri.path());
+        let budget = super::Budget::of_parts(parts);
         super::caller(state, &parts.headers, Role::Viewer, budget)
             .await
             .map(Viewer)
@@ -34,7 +34,7 @@ impl FromRequestParts<AppState> for Operator {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let budget = super::Budget::of(&parts.method, parts.uri.path());
+        let budget = super::Budget::of_parts(parts);
         super::caller(state, &parts.headers, Role::Operator, budget)
             .await
             .map(Operator)

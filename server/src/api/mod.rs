@@ -154,6 +154,16 @@ impl Budget {
         }
     }
 
+    /// The budget [`per_client`] decided for this request (decided here only for a request
+    /// that did not pass it).
+    pub(crate) fn of_parts(parts: &axum::http::request::Parts) -> Budget {
+        parts
+            .extensions
+            .get::<Budget>()
+            .copied()
+            .unwrap_or_else(|| Budget::of(&parts.method, parts.uri.path()))
+    }
+
     /// The buckets of client addresses and of tokens, and their rate a second.
     fn buckets(self, limits: &crate::rate_limit::Limits) -> (&RateLimiter, &RateLimiter, u32) {
         match self {
@@ -175,11 +185,13 @@ impl Budget {
 /// [`Budget`].
 async fn per_client(
     axum::extract::State(state): axum::extract::State<AppState>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let client = state.client_of(&request);
     let budget = Budget::of(request.method(), request.uri().path());
+    // Decided once: the caller's extractor takes the token's rate from the same budget.
+    request.extensions_mut().insert(budget);
     let (clients, _, per_sec) = budget.buckets(&state.limits);
     if let Err(wait) = clients.take(&client, per_sec) {
         let request_id = RequestId::of(request.headers());
