@@ -31,6 +31,7 @@ mod m20261206_000026_cold_archive;
 mod m20261206_000027_day_partitions;
 mod m20261206_000028_notifications;
 mod m20261206_000029_single_sign_on;
+mod m20261207_000030_one_index_of_what_is_due;
 
 pub struct Migrator;
 
@@ -67,6 +68,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000027_day_partitions::Migration),
             Box::new(m20261206_000028_notifications::Migration),
             Box::new(m20261206_000029_single_sign_on::Migration),
+            Box::new(m20261207_000030_one_index_of_what_is_due::Migration),
         ]
     }
 }
