@@ -110,6 +110,26 @@ async fn a_higher_revision_waiting_on_a_lower_one_is_applied() {
     assert_eq!(current, Some(4));
 }
 
+/// Delivers `body` while `txn` (PostgreSQL backend `holder`) holds what it needs; `txn` commits
+/// once a statement starting with `statement` is seen waiting for it.
+async fn deliver_once_blocked(
+    db: &Db,
+    body: &str,
+    txn: DatabaseTransaction,
+    holder: i32,
+    statement: &str,
+) -> Result<ingest::Recorded, sea_orm::DbErr> {
+    let (received, envelope) = (received(body), envelope(body));
+    let (delivered, ()) = tokio::join!(
+        ingest::apply_delivery(db, app::envelope::Mode::Snapshot, &received, &envelope),
+        async {
+            wait_until_statement_blocked_by(db, holder, statement).await;
+            txn.commit().await.expect("the holder commits");
+        }
+    );
+    delivered
+}
+
 /// A delivery whose claim waits for another delivery of its event id, then finds it committed:
 /// the classification, a statement of its own with a snapshot taken after the claim, sees the
 /// row the claim met.
@@ -119,19 +139,7 @@ async fn waiting_case(retry_body: &str) -> (Outcome, Vec<Vec<Option<String>>>) {
     let first = event("e1", "order-1", 1, r#"{"a":1}"#);
     let (txn, held, holder) = hold(&db, &first).await;
     assert_eq!(held, Outcome::Applied { revision: 1 });
-    let (retry_received, retry_envelope) = (received(retry_body), envelope(retry_body));
-    let (retry, ()) = tokio::join!(
-        ingest::apply_delivery(
-            &db,
-            app::envelope::Mode::Snapshot,
-            &retry_received,
-            &retry_envelope,
-        ),
-        async {
-            wait_until_statement_blocked_by(&db, holder, "WITH claim AS").await;
-            txn.commit().await.expect("commit the first");
-        }
-    );
+    let retry = deliver_once_blocked(&db, retry_body, txn, holder, "WITH claim AS").await;
     let rows = texts(
         &db,
         "SELECT status, outcome, error_message, (body_of IS NOT NULL)::text
@@ -192,20 +200,9 @@ async fn retry_case(first_at: chrono::DateTime<chrono::Utc>, archiving: &str) {
     .await
     .expect("the first delivery's row held");
     let holder = backend_pid(&txn).await;
-    let (retry_received, retry_envelope) = (received(&body), envelope(&body));
-    let (retry, ()) = tokio::join!(
-        ingest::apply_delivery(
-            &db,
-            app::envelope::Mode::Snapshot,
-            &retry_received,
-            &retry_envelope,
-        ),
-        async {
-            wait_until_statement_blocked_by(&db, holder, archiving).await;
-            txn.commit().await.expect("release the row");
-        }
-    );
-    let retry = retry.expect("the retry is recorded");
+    let retry = deliver_once_blocked(&db, &body, txn, holder, archiving)
+        .await
+        .expect("the retry is recorded");
     assert_eq!(retry.outcome, Outcome::Duplicate);
     assert_eq!(
         texts(
