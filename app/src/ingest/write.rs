@@ -28,7 +28,8 @@
 //! - A delivery that is not claimed (a retry, a reused id or revision) writes nothing there and
 //!   returns no row; it is then classified by a statement of its own ([`Statements::classify`]),
 //!   whose fresh snapshot sees the row the claim met, and archived ([`Statements::archive`]),
-//!   the only row it writes.
+//!   the only row it writes. On PostgreSQL a retry of an event received the same day is
+//!   archived by the classification's statement itself.
 //!
 //! The outcomes are decided by the statements as the vocabulary spells them
 //! (`OutcomeKind::as_str`), their status is `OutcomeKind::status`, and which of them are
