@@ -10,8 +10,9 @@
 //! snapshot; when that reading cannot be the current revision (absent, or not greater than the
 //! delivery's), it is read again in a statement of its own.
 
+use super::binds::{ArchiveRow, Delivery};
 use super::outcome::{Met, Outcome};
-use super::write::{ArchiveRow, Delivery, Statements};
+use super::write::Statements;
 use super::{Received, Recorded, Waiting};
 use crate::db::dialect::{Binds, Dialect, Fields, Named, db_err};
 use crate::db::warm::Warm;

@@ -13,6 +13,7 @@
 //! The webhook route ([`apply_delivery`]) and replay ([`apply_in`]) both go through
 //! `connection::record`, so an outcome is decided in one place.
 
+mod binds;
 mod connection;
 mod outcome;
 pub mod problem;
@@ -31,10 +32,10 @@ pub fn postgres_delivery_statement() -> String {
 
 use crate::db::Db;
 use crate::envelope::{Envelope, Invalid, Mode};
+use binds::ArchiveRow;
 use chrono::{DateTime, Utc};
 use connection::{On, Step};
 use sea_orm::{ConnectionTrait, DbErr, TransactionTrait};
-use write::ArchiveRow;
 
 /// One delivery as received: what the archive keeps of it, whatever its outcome.
 #[derive(Debug, Clone)]

@@ -1,6 +1,10 @@
 //! The write path's statements: parameters, statuses, and what a delivery forwards.
 
 use super::*;
+use crate::envelope::{Envelope, Mode};
+use crate::ingest::Received;
+use crate::ingest::binds::Delivery;
+use crate::ingest::outcome::Outcome;
 
 #[test]
 fn a_dedup_delivery_forwards_its_body_and_a_form_its_fields_as_json() {
