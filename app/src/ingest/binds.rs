@@ -62,7 +62,6 @@ impl Binds for Delivery<'_> {
         let envelope = self.envelope;
         let snapshot = envelope.snapshot.as_ref();
         Some(match name {
-            "source" => received.source.into(),
             "event_id" => envelope.event_id.as_str().into(),
             "object_id" => envelope.object_id.as_deref().into(),
             "revision" => self.revision().into(),
@@ -78,21 +77,14 @@ impl Binds for Delivery<'_> {
                     }
                 })
                 .into(),
-            "received_at" => received.received_at.into(),
             "digest" => received.signed_body_digest.as_ref().map(|d| &d[..]).into(),
             "event_type" => envelope.event_type.as_deref().into(),
-            "headers" => received.headers_json.into(),
-            "body" => received.body.into(),
-            "body_fields" => received.body_fields.as_deref().into(),
-            "replay_of" => received.replay_of.into(),
-            "replayed_by" => received.replayed_by.into(),
             "destinations" => self.destinations.as_str().into(),
             "body_payload" => self.body_payload.as_deref().into(),
             "now" => self.now.into(),
             "projected" => self.projected.into(),
             "dedup" => self.dedup.into(),
-            "event_day" => crate::db::days::day_number(received.received_at).into(),
-            _ => return None,
+            _ => return as_received(received, name),
         })
     }
 }
@@ -145,9 +137,7 @@ impl<'a> ArchiveRow<'a> {
 
 impl Binds for ArchiveRow<'_> {
     fn param(&self, name: &str) -> Option<Param<'_>> {
-        let received = self.received;
         Some(match name {
-            "source" => received.source.into(),
             "event_id" => self.event_id.into(),
             "object_id" => self.object_id.into(),
             "revision" => self.revision.into(),
@@ -156,17 +146,24 @@ impl Binds for ArchiveRow<'_> {
             "outcome" => self.outcome.name().into(),
             "error_message" => self.error_message.as_deref().into(),
             "error_class" => self.error_class.as_deref().into(),
-            "headers" => received.headers_json.into(),
-            "body" => received.body.into(),
-            "body_fields" => received.body_fields.as_deref().into(),
-            "received_at" => received.received_at.into(),
-            "replay_of" => received.replay_of.into(),
-            "replayed_by" => received.replayed_by.into(),
-            "event_day" => self
-                .event_day
-                .unwrap_or_else(|| crate::db::days::day_number(received.received_at))
-                .into(),
-            _ => return None,
+            "event_day" if self.event_day.is_some() => self.event_day.into(),
+            _ => return as_received(self.received, name),
         })
     }
+}
+
+/// What every statement of the write path binds of a delivery as received, by name;
+/// `event_day` is the day it was received (where its own archive row goes).
+fn as_received<'a>(received: &'a Received<'a>, name: &str) -> Option<Param<'a>> {
+    Some(match name {
+        "source" => received.source.into(),
+        "headers" => received.headers_json.into(),
+        "body" => received.body.into(),
+        "body_fields" => received.body_fields.as_deref().into(),
+        "received_at" => received.received_at.into(),
+        "replay_of" => received.replay_of.into(),
+        "replayed_by" => received.replayed_by.into(),
+        "event_day" => crate::db::days::day_number(received.received_at).into(),
+        _ => return None,
+    })
 }

@@ -126,10 +126,15 @@ fn literal(kind: OutcomeKind) -> String {
     format!("'{}'", kind.as_str())
 }
 
+/// The archive status of `kind` as an SQL literal.
+fn status_literal(kind: OutcomeKind) -> String {
+    format!("'{}'", kind.status().as_str())
+}
+
 /// The claimed outcomes' status: a claimed delivery is applied, stale or accepted, all one
 /// status (checked by a test).
 fn claimed_status() -> String {
-    format!("'{}'", OutcomeKind::Applied.status().as_str())
+    status_literal(OutcomeKind::Applied)
 }
 
 /// The outcomes that are forwarded, as an SQL list.
@@ -367,11 +372,9 @@ fn classify(dialect: Dialect) -> String {
     let met = met(dialect);
     match dialect {
         Dialect::Postgres => {
-            let duplicate = OutcomeKind::Duplicate;
-            let status = format!("'{}'", duplicate.status().as_str());
             let decided = Decided {
-                status: &status,
-                outcome: &literal(duplicate),
+                status: &status_literal(OutcomeKind::Duplicate),
+                outcome: &literal(OutcomeKind::Duplicate),
                 // A duplicate is no failure: no error (checked by a test).
                 error: ("NULL", "NULL"),
                 // The delivery's own day, so the plan reads that day's table alone; an event
