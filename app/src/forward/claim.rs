@@ -160,29 +160,38 @@ async fn supersede(
     if objects.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = format!(
-        "UPDATE forward_deliveries AS f SET status = '{superseded}', lease_until = NULL, leased_by = NULL
-         WHERE f.id {among}
-           AND EXISTS (SELECT 1 FROM forward_deliveries g
-                       WHERE g.destination = f.destination AND g.source = f.source
-                         AND g.object_id = f.object_id AND g.revision > f.revision
-                         AND g.status IN ('{pending}', '{delivered}', '{dead}'))
-         RETURNING id",
-        among = dialect.among_ids("$1"),
-        superseded = Superseded.as_str(),
-        pending = Pending.as_str(),
-        delivered = Delivered.as_str(),
-        dead = Dead.as_str(),
-    );
     txn.query_all_raw(statement(
         dialect,
-        &sql,
+        supersede_statement(dialect),
         vec![dialect.id_list(&objects).into()],
     ))
     .await?
     .iter()
     .map(|row| row.try_get::<i64>("", "id"))
     .collect()
+}
+
+/// The statement of [`supersede`]: `$1` the candidates' ids. A candidate is beaten when its
+/// object's greatest revision that is pending, delivered or dead is greater than its own: read
+/// per candidate, newest first along the object's index of each day's table (the order that
+/// index gives, so it is the index read even where a table's statistics are missing, as in a
+/// day's first minutes), never by a join that hashes a day's table whole.
+pub fn supersede_statement(dialect: Dialect) -> String {
+    format!(
+        "UPDATE forward_deliveries AS f SET status = '{superseded}', lease_until = NULL, leased_by = NULL
+         WHERE f.id {among}
+           AND f.revision < (SELECT g.revision FROM forward_deliveries g
+                             WHERE g.destination = f.destination AND g.source = f.source
+                               AND g.object_id = f.object_id
+                               AND g.status IN ('{pending}', '{delivered}', '{dead}')
+                             ORDER BY g.revision DESC LIMIT 1)
+         RETURNING id",
+        among = dialect.among_ids("$1"),
+        superseded = Superseded.as_str(),
+        pending = Pending.as_str(),
+        delivered = Delivered.as_str(),
+        dead = Dead.as_str(),
+    )
 }
 
 /// Step 3: what is left of an object's candidates is its greatest pending revision: one row, or

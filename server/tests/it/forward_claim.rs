@@ -266,3 +266,77 @@ async fn a_recorded_attempt_on_postgresql_writes_the_attempt_the_row_and_the_des
         vec![vec![Some("answered 503".into()), Some("503".into())]]
     );
 }
+
+#[tokio::test]
+async fn on_postgresql_a_round_looks_for_greater_revisions_in_each_candidates_object_whatever_the_days_table_holds()
+ {
+    let test_db = test_db(Backend::Postgres).await;
+    let db = &test_db.db;
+    // Today's table grew by thousands of rows since it was last analyzed (never, here): each
+    // row a delivered revision 2 of its own object.
+    db.writer
+        .execute_unprepared(
+            "INSERT INTO forward_deliveries (destination, source, event_id, object_id, revision,
+                 status, attempts, next_attempt_at, created_at, received_at, payload)
+             SELECT 'orders-app', 'shop', 'e-old-' || n, 'order-' || n, 2, 'delivered', 1,
+                    now(), now(), now(), '{}'
+             FROM generate_series(1, 5000) AS n",
+        )
+        .await
+        .expect("a day of delivered rows");
+    let mut beaten = Vec::new();
+    let mut newest = Vec::new();
+    for n in 1..=8 {
+        let object = format!("order-{n}");
+        beaten.push(forward_row(db, Some(&object), Some(1), "pending", None).await);
+        let object = format!("order-new-{n}");
+        newest.push(forward_row(db, Some(&object), Some(1), "pending", None).await);
+    }
+
+    // Each candidate's greater revisions are looked for by its object in each day's index, a
+    // subquery per candidate: never a join that reads today's table whole.
+    let dialect = app::db::dialect::Dialect::Postgres;
+    let candidates: Vec<i64> = beaten.iter().chain(&newest).copied().collect();
+    let plan: Vec<String> = db
+        .writer
+        .query_all_raw(Statement::from_sql_and_values(
+            db.backend(),
+            format!(
+                "EXPLAIN {}",
+                app::forward::claim::supersede_statement(dialect)
+            ),
+            vec![dialect.id_list(&candidates).into()],
+        ))
+        .await
+        .expect("explain")
+        .iter()
+        .map(|r| r.try_get_by_index::<String>(0).expect("a plan line"))
+        .collect();
+    let plan = plan.join("\n");
+    let today = format!("forward_deliveries_d{}", Utc::now().format("%Y%m%d"));
+    assert!(plan.contains("SubPlan"), "{plan}");
+    assert!(!plan.contains("Hash"), "{plan}");
+    assert!(!plan.contains(&format!("Seq Scan on {today}")), "{plan}");
+    let on_today: Vec<&str> = plan
+        .lines()
+        .filter(|line| line.contains(&format!(" on {today} ")))
+        .collect();
+    assert!(
+        on_today
+            .iter()
+            .any(|line| line.contains("object_id_r_idx on")),
+        "{plan}"
+    );
+    assert!(
+        on_today.iter().all(|line| !line.contains("event_id")),
+        "{plan}"
+    );
+
+    // And the round decides as it did: the beaten revisions superseded, the others leased.
+    let mut round = claim(db, 32).await;
+    round.sort();
+    assert_eq!(round, newest);
+    for id in beaten {
+        assert_eq!(state(db, id).await, superseded());
+    }
+}
