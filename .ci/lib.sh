@@ -24,3 +24,23 @@ durable_pg() {
     "-p $pg_port -k $dir -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=200 $extra" >/dev/null
   pg_url="postgres://postgres@127.0.0.1:$pg_port"
 }
+
+# proc_cpu PID: the CPU seconds process PID has spent so far (utime + stime, fields 14 and 15 of
+# /proc/PID/stat; the name in field 2 has no spaces).
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+
+# The server options that make pg_stat_statements count every statement and its planning.
+STATEMENTS_OPTIONS="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on"
+# statements_reset DB: pg_stat_statements from now on, in DB (the caller's psql_).
+statements_reset() {
+  psql_ -d "$1" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
+}
+# statement_costs DB FILE: what each statement of DB cost PostgreSQL since the reset (calls,
+# rows, execution and planning time, blocks, WAL records), the dearest first, into FILE.
+statement_costs() {
+  psql_ -d "$1" -c "SELECT calls, rows, round(total_exec_time::numeric, 0) AS exec_ms,
+      round(total_plan_time::numeric, 0) AS plan_ms, round(mean_exec_time::numeric, 3) AS mean_ms,
+      shared_blks_hit + shared_blks_read AS blocks, wal_records, left(regexp_replace(query, '\s+', ' ', 'g'), 400) AS query
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$1')
+    ORDER BY total_exec_time + total_plan_time DESC LIMIT 25" >"$2"
+}
